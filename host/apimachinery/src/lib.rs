@@ -1,0 +1,31 @@
+//! # wasmgate-apimachinery
+//!
+//! Kubernetes API semantics with no I/O: it turns request parts into decisions and
+//! decisions into wire bytes. Cheap to unit-test; never depends on tokio, hyper,
+//! wasmtime or a storage engine.
+//!
+//! ## Layout
+//! * [`protobuf`]: decoding of Kubernetes protobuf request bodies for built-in kinds.
+//! * [`strategic_merge`]: strategic merge patch for built-in kinds.
+//! * [`selectors`]: label and field selectors.
+//! * [`validation`]: name, label and annotation validation, field errors.
+//! * [`table`]: `meta.k8s.io` Table types and the built-in printers.
+//! * [`request_info`]: request paths to resource requests and verbs.
+//! * [`options`]: query parameters, `resourceVersion` rules, continue tokens.
+//! * [`media`]: content negotiation.
+//! * [`json`]: JSON with duplicate-field detection, YAML, the storage encoding.
+//! * [`schema`]: unknown fields, type errors and pruning against OpenAPI schemas.
+//! * [`status`]: `metav1.Status`.
+#![forbid(unsafe_code)]
+
+pub mod json;
+pub mod media;
+pub mod options;
+pub mod protobuf;
+pub mod request_info;
+pub mod schema;
+pub mod status;
+pub mod selectors;
+pub mod strategic_merge;
+pub mod table;
+pub mod validation;

@@ -1,0 +1,53 @@
+//! The engine and store contract suites (`STORE-01`, `STORE-02`, `RV-*`, `WATCH-04`,
+//! `WATCH-05`) against the embedded engine, on disk and in memory.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use wasmgate_storage::Engine;
+use wasmgate_storage::testsuite::EngineFactory;
+use wasmgate_storage_embedded::EmbeddedEngine;
+
+struct OnDisk;
+
+#[async_trait::async_trait]
+impl EngineFactory for OnDisk {
+    fn persistent(&self) -> bool {
+        true
+    }
+    async fn open(&self, place: &Path) -> Arc<dyn Engine> {
+        // A previous engine on the same file may still be winding down.
+        for _ in 0..100 {
+            match EmbeddedEngine::open_path(&place.join("store.redb")) {
+                Ok(e) => return Arc::new(e),
+                Err(wasmgate_storage::EngineError::Unavailable(_)) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        panic!("database stayed locked")
+    }
+}
+
+struct InMemory;
+
+#[async_trait::async_trait]
+impl EngineFactory for InMemory {
+    fn persistent(&self) -> bool {
+        false
+    }
+    async fn open(&self, _place: &Path) -> Arc<dyn Engine> {
+        Arc::new(EmbeddedEngine::in_memory().unwrap())
+    }
+}
+
+mod on_disk {
+    wasmgate_storage::engine_suite!(super::OnDisk);
+    wasmgate_storage::store_suite!(super::OnDisk);
+}
+
+mod in_memory {
+    wasmgate_storage::engine_suite!(super::InMemory);
+    wasmgate_storage::store_suite!(super::InMemory);
+}

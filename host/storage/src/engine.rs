@@ -1,0 +1,61 @@
+//! The engine contract: an ordered, transactional byte-key/byte-value store.
+//!
+//! The trait is shaped so that both an embedded engine and TiKV implement it honestly:
+//! * nothing holds an engine snapshot across HTTP requests: past revisions are read from
+//!   the versioned key layout ([`crate::keys`]), not from the engine's own MVCC;
+//! * scans are bounded by a limit and resumable from a key;
+//! * a commit may end in [`EngineError::Undetermined`], which the store resolves by
+//!   reading back.
+
+use bytes::Bytes;
+
+use crate::EngineError;
+
+/// One key/value pair returned by a scan.
+pub type KeyValue = (Bytes, Bytes);
+
+/// An ordered transactional key-value engine.
+#[async_trait::async_trait]
+pub trait Engine: Send + Sync + 'static {
+    /// A short name for logs and metrics ("embedded", "tikv").
+    fn name(&self) -> &'static str;
+
+    /// A consistent read-only view of the latest committed state, meant to live for the
+    /// duration of one request.
+    async fn snapshot(&self) -> Result<Box<dyn Snapshot>, EngineError>;
+
+    /// Starts a read-write transaction. Reads inside it see the latest committed state
+    /// plus the transaction's own writes; the commit is atomic and serializable with
+    /// respect to every other transaction on the engine.
+    async fn begin(&self) -> Result<Box<dyn Transaction>, EngineError>;
+}
+
+/// A consistent read-only view.
+#[async_trait::async_trait]
+pub trait Snapshot: Send + Sync {
+    /// The value at `key`, if any.
+    async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, EngineError>;
+
+    /// Up to `limit` pairs with `start <= key < end`, in ascending key order.
+    /// `limit` is at least 1.
+    async fn scan(&self, start: &[u8], end: &[u8], limit: usize)
+    -> Result<Vec<KeyValue>, EngineError>;
+}
+
+/// A read-write transaction. Dropping it without committing rolls it back.
+#[async_trait::async_trait]
+pub trait Transaction: Send {
+    /// The value at `key`, including this transaction's own uncommitted writes.
+    async fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>, EngineError>;
+
+    /// Sets `key` to `value`.
+    fn put(&mut self, key: Vec<u8>, value: Bytes);
+
+    /// Removes `key` (no error if absent).
+    fn delete(&mut self, key: Vec<u8>);
+
+    /// Commits atomically and durably (the data is on stable storage when this returns
+    /// `Ok`). [`EngineError::Conflict`]: nothing written, retry.
+    /// [`EngineError::Undetermined`]: read back to learn the outcome.
+    async fn commit(self: Box<Self>) -> Result<(), EngineError>;
+}

@@ -1,0 +1,53 @@
+//! # wasmgate-storage
+//!
+//! The storage contract of Wasmgate, in two layers (see `ARCHITECTURE.md`, "Storage"):
+//!
+//! * [`Engine`]: an ordered, transactional byte-key/byte-value store. Engines live in
+//!   their own crates (`wasmgate-storage-embedded`, later `wasmgate-storage-tikv`) and
+//!   depend on this crate only.
+//! * [`Store`]: the Kubernetes storage contract on top of any engine, with etcd3
+//!   semantics: one cluster-wide strictly increasing [`Revision`]; reads at the latest or at
+//!   an exact past revision; compare-and-swap writes; watches that deliver every change
+//!   after a revision exactly once and in order; compaction; group commit.
+//!
+//! ## Layout
+//! * [`engine`]: the [`Engine`], [`Snapshot`] and [`Transaction`] traits.
+//! * [`keys`]: the key layout shared by every engine (`m/`, `c/`, `k/`, `l/`).
+//! * [`store`]: [`Store`], reads and the write API.
+//! * `committer`: the single task that batches concurrent writes into one transaction.
+//! * [`watch`]: the in-process hub that fans committed events out to watchers.
+//! * [`testsuite`] (feature `test-suite`): the engine and store contract suites, written
+//!   once and run by every engine crate.
+//!
+//! This crate must not depend on hyper, wasmtime, tikv-client or any engine.
+//!
+//! ## Cancel safety
+//! Dropping a [`Watcher`] unsubscribes it; nothing is buffered per watcher outside it.
+//! Dropping a write future after the request reached the committer does not cancel the
+//! write: it is committed (or not) as if the caller were still waiting. Callers that must
+//! know the outcome of an [`StorageError::Undetermined`] write re-read the key.
+#![forbid(unsafe_code)]
+
+mod committer;
+pub mod engine;
+mod error;
+pub mod keys;
+pub mod store;
+#[cfg(feature = "test-suite")]
+pub mod testsuite;
+pub mod watch;
+
+pub use engine::{Engine, Snapshot, Transaction};
+pub use error::{BoxError, EngineError, StorageError};
+pub use store::{
+    Committed, ListPage, Precondition, ReadAt, Store, StoreOptions, StoreStats, Value, Versioned,
+    Write, WriteOp,
+};
+pub use watch::{Event, EventKind, Watcher};
+
+/// A store revision. Every committed write gets the next one; `resourceVersion` is its
+/// decimal string. Revision 0 means "nothing written yet".
+pub type Revision = u64;
+
+/// `Result` with [`StorageError`].
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;

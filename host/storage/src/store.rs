@@ -1,0 +1,490 @@
+//! [`Store`]: the Kubernetes storage contract on top of an [`Engine`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::committer::{self, Pending};
+use crate::watch::{Hub, Watcher};
+use crate::{Engine, Result, Revision, Snapshot, StorageError, keys};
+
+/// Largest chunk a single engine scan asks for.
+const SCAN_CHUNK: usize = 1024;
+
+/// Tuning knobs of a [`Store`].
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Most writes committed in one engine transaction (group commit).
+    pub max_batch: usize,
+    /// Writes waiting for the committer before writers wait for room (backpressure).
+    pub queue_depth: usize,
+    /// Recent events kept in memory for watchers; older ones are read from the change log.
+    pub watch_ring: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            max_batch: 512,
+            queue_depth: 8192,
+            watch_ring: 16384,
+        }
+    }
+}
+
+/// Which state a read sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadAt {
+    /// The latest committed state (a consistent read).
+    Latest,
+    /// Exactly the state at this revision; [`StorageError::Compacted`] below the compaction
+    /// revision, [`StorageError::FutureRevision`] above the current one.
+    Exact(Revision),
+}
+
+/// A stored version of a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versioned {
+    /// The object key.
+    pub key: String,
+    /// The revision that wrote this version (its `resourceVersion`).
+    pub revision: Revision,
+    /// The stored bytes.
+    pub value: Bytes,
+}
+
+/// One page of a list.
+#[derive(Debug, Clone)]
+pub struct ListPage {
+    /// The revision the page was read at (the list's `resourceVersion`).
+    pub revision: Revision,
+    /// The items, in key order.
+    pub items: Vec<Versioned>,
+    /// Whether more keys follow the last item.
+    pub more: bool,
+    /// How many keys follow the last item, when asked for and `more` is true.
+    pub remaining: Option<u64>,
+}
+
+/// The bytes to store, optionally with a slot where the committing revision is spliced in
+/// as decimal digits (so an object can carry its own `resourceVersion`, which is only
+/// known at commit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Value {
+    bytes: Bytes,
+    revision_slot: Option<usize>,
+}
+
+impl Value {
+    /// Bytes stored as given.
+    pub fn new(bytes: impl Into<Bytes>) -> Self {
+        Value {
+            bytes: bytes.into(),
+            revision_slot: None,
+        }
+    }
+
+    /// Bytes with the committing revision inserted at byte offset `at`.
+    /// An offset past the end appends the revision.
+    pub fn with_revision_slot(bytes: impl Into<Bytes>, at: usize) -> Self {
+        let bytes = bytes.into();
+        let at = at.min(bytes.len());
+        Value {
+            bytes,
+            revision_slot: Some(at),
+        }
+    }
+
+    /// The bytes as stored at `rev`.
+    pub fn render(&self, rev: Revision) -> Bytes {
+        match self.revision_slot {
+            None => self.bytes.clone(),
+            Some(at) => {
+                let digits = rev.to_string();
+                let mut b = BytesMut::with_capacity(self.bytes.len() + digits.len());
+                b.put_slice(&self.bytes[..at]);
+                b.put_slice(digits.as_bytes());
+                b.put_slice(&self.bytes[at..]);
+                b.freeze()
+            }
+        }
+    }
+}
+
+/// What must hold for a write to proceed (checked atomically with the write).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precondition {
+    /// Nothing (a put creates or replaces; a delete needs the key to exist).
+    None,
+    /// The key must not exist ([`StorageError::AlreadyExists`]).
+    Absent,
+    /// The key must exist ([`StorageError::NotFound`]) at exactly this mod revision
+    /// ([`StorageError::Conflict`]).
+    Revision(Revision),
+}
+
+/// The change a write makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteOp {
+    /// Store this value.
+    Put(Value),
+    /// Delete the key; the value is the object's final state, kept for the deletion event
+    /// and for reads at past revisions.
+    Delete(Value),
+}
+
+/// One write request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Write {
+    /// The object key.
+    pub key: String,
+    /// What must hold.
+    pub precondition: Precondition,
+    /// The change.
+    pub op: WriteOp,
+}
+
+/// The result of a committed write.
+#[derive(Debug, Clone)]
+pub struct Committed {
+    /// The revision of this write.
+    pub revision: Revision,
+    /// The bytes as stored.
+    pub value: Bytes,
+    /// The version this write replaced or deleted.
+    pub prev: Option<Versioned>,
+}
+
+/// Counters for tests and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Engine transactions committed by the committer.
+    pub commits: u64,
+    /// Writes committed.
+    pub writes: u64,
+}
+
+/// State shared by the store handle, the committer and watchers.
+pub(crate) struct Shared {
+    pub(crate) engine: Arc<dyn Engine>,
+    pub(crate) hub: Hub,
+    pub(crate) compacted: AtomicU64,
+    pub(crate) commits: AtomicU64,
+    pub(crate) writes: AtomicU64,
+}
+
+/// The revisioned store. Cheap to clone; every clone talks to the same committer.
+/// The committer stops when the last clone is dropped.
+#[derive(Clone)]
+pub struct Store {
+    shared: Arc<Shared>,
+    /// The committer's queue. Bounded: when the committer falls behind, writers wait.
+    queue: mpsc::Sender<Pending>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("engine", &self.shared.engine.name())
+            .field("revision", &self.revision())
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens a store over `engine` and starts its committer task (needs a tokio runtime).
+    pub async fn open(engine: Arc<dyn Engine>, options: StoreOptions) -> Result<Store> {
+        let snap = engine.snapshot().await?;
+        let rev = keys::decode_u64(keys::META_REV, snap.get(keys::META_REV).await?.as_ref())?;
+        let compacted = keys::decode_u64(
+            keys::META_COMPACTED,
+            snap.get(keys::META_COMPACTED).await?.as_ref(),
+        )?;
+        drop(snap);
+        let shared = Arc::new(Shared {
+            engine,
+            hub: Hub::new(rev, options.watch_ring),
+            compacted: AtomicU64::new(compacted),
+            commits: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+        });
+        let (tx, rx) = mpsc::channel(options.queue_depth.max(1));
+        tokio::spawn(committer::run(shared.clone(), rx, options.max_batch.max(1)));
+        Ok(Store { shared, queue: tx })
+    }
+
+    /// The engine's name.
+    pub fn engine_name(&self) -> &'static str {
+        self.shared.engine.name()
+    }
+
+    /// The latest revision this process has seen committed.
+    pub fn revision(&self) -> Revision {
+        self.shared.hub.last()
+    }
+
+    /// The compaction revision: reads below it fail with [`StorageError::Compacted`].
+    pub fn compacted(&self) -> Revision {
+        self.shared.compacted.load(Ordering::Acquire)
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> StoreStats {
+        StoreStats {
+            commits: self.shared.commits.load(Ordering::Relaxed),
+            writes: self.shared.writes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Waits until the store has seen revision `rev` committed, for at most `timeout`.
+    /// Returns whether it has.
+    pub async fn wait_for(&self, rev: Revision, timeout: Duration) -> bool {
+        let mut rx = self.shared.hub.subscribe();
+        let wait = rx.wait_for(|r| *r >= rev);
+        matches!(tokio::time::timeout(timeout, wait).await, Ok(Ok(_)))
+    }
+
+    /// Reads one key. Returns the revision of the read and the version, if any.
+    pub async fn get(&self, key: &str, at: ReadAt) -> Result<(Revision, Option<Versioned>)> {
+        let snap = self.shared.engine.snapshot().await?;
+        let current = read_u64(snap.as_ref(), keys::META_REV).await?;
+        match at {
+            ReadAt::Latest => {
+                let ck = keys::current(key);
+                let found = match snap.get(&ck).await? {
+                    None => None,
+                    Some(raw) => {
+                        let (revision, value) = keys::decode_current(&ck, &raw)?;
+                        Some(Versioned {
+                            key: key.to_owned(),
+                            revision,
+                            value,
+                        })
+                    }
+                };
+                Ok((current, found))
+            }
+            ReadAt::Exact(rev) => {
+                check_exact(snap.as_ref(), rev, current).await?;
+                let (start, end) = keys::versions_of_at(key, rev);
+                let found = match snap.scan(&start, &end, 1).await?.into_iter().next() {
+                    None => None,
+                    Some((k, raw)) => {
+                        let (_, revision) = keys::parse_version(&k)?;
+                        let (tag, value) = keys::decode_version(&k, &raw)?;
+                        (tag == keys::TAG_PUT).then(|| Versioned {
+                            key: key.to_owned(),
+                            revision,
+                            value,
+                        })
+                    }
+                };
+                Ok((rev, found))
+            }
+        }
+    }
+
+    /// Lists the keys starting with `prefix`, in key order, after `start_after` (exclusive),
+    /// at most `limit` items (0: no limit). With `count_remaining`, a page that has more
+    /// also says how many keys follow it.
+    pub async fn list(
+        &self,
+        prefix: &str,
+        at: ReadAt,
+        start_after: Option<&str>,
+        limit: usize,
+        count_remaining: bool,
+    ) -> Result<ListPage> {
+        let snap = self.shared.engine.snapshot().await?;
+        let current = read_u64(snap.as_ref(), keys::META_REV).await?;
+        let limit = if limit == 0 { usize::MAX } else { limit };
+        match at {
+            ReadAt::Latest => list_latest(snap.as_ref(), current, prefix, start_after, limit, count_remaining).await,
+            ReadAt::Exact(rev) => {
+                check_exact(snap.as_ref(), rev, current).await?;
+                list_exact(snap.as_ref(), rev, prefix, start_after, limit, count_remaining).await
+            }
+        }
+    }
+
+    /// Commits one write (batched with concurrent ones into one engine transaction).
+    pub async fn write(&self, write: Write) -> Result<Committed> {
+        let (reply, rx) = oneshot::channel();
+        self.queue
+            .send(Pending { write, reply })
+            .await
+            .map_err(|_| StorageError::Closed)?;
+        rx.await.map_err(|_| StorageError::Closed)?
+    }
+
+    /// Watches every change to keys starting with `prefix` after revision `after`.
+    /// Fails at once with [`StorageError::Compacted`] if `after` is below the compaction
+    /// revision.
+    pub fn watch(&self, prefix: &str, after: Revision) -> Result<Watcher> {
+        let compacted = self.compacted();
+        if after < compacted {
+            return Err(StorageError::Compacted {
+                requested: after,
+                compacted,
+            });
+        }
+        Ok(Watcher::new(self.shared.clone(), prefix.to_owned(), after))
+    }
+
+    /// Discards history below `rev`: versions superseded at or before `rev`, deletions at or
+    /// before `rev`, and their change-log entries. Reads and watches below `rev` then fail
+    /// with [`StorageError::Compacted`]. Runs in bounded transactions beside the committer.
+    pub async fn compact(&self, rev: Revision) -> Result<()> {
+        committer::compact(&self.shared, rev).await
+    }
+}
+
+pub(crate) async fn read_u64(snap: &dyn Snapshot, key: &[u8]) -> Result<u64> {
+    keys::decode_u64(key, snap.get(key).await?.as_ref())
+}
+
+async fn check_exact(snap: &dyn Snapshot, rev: Revision, current: Revision) -> Result<()> {
+    if rev > current {
+        return Err(StorageError::FutureRevision {
+            requested: rev,
+            current,
+        });
+    }
+    let compacted = read_u64(snap, keys::META_COMPACTED).await?;
+    if rev < compacted {
+        return Err(StorageError::Compacted {
+            requested: rev,
+            compacted,
+        });
+    }
+    Ok(())
+}
+
+async fn list_latest(
+    snap: &dyn Snapshot,
+    current: Revision,
+    prefix: &str,
+    start_after: Option<&str>,
+    limit: usize,
+    count_remaining: bool,
+) -> Result<ListPage> {
+    let (mut start, end) = keys::current_range(prefix);
+    if let Some(after) = start_after {
+        start = start.max(keys::current_after(after));
+    }
+    let mut items = Vec::new();
+    let mut more = false;
+    let mut remaining = 0u64;
+    loop {
+        let want = if more {
+            SCAN_CHUNK
+        } else {
+            (limit - items.len()).saturating_add(1).min(SCAN_CHUNK)
+        };
+        let chunk = snap.scan(&start, &end, want).await?;
+        let n = chunk.len();
+        let Some((last, _)) = chunk.last() else { break };
+        start = next_key(last);
+        for (k, raw) in chunk {
+            if items.len() < limit {
+                let key = keys::object_key_of_current(&k)?.to_owned();
+                let (revision, value) = keys::decode_current(&k, &raw)?;
+                items.push(Versioned { key, revision, value });
+            } else {
+                more = true;
+                remaining += 1;
+            }
+        }
+        if n < want || (more && !count_remaining) {
+            break;
+        }
+    }
+    Ok(ListPage {
+        revision: current,
+        items,
+        more,
+        remaining: (more && count_remaining).then_some(remaining),
+    })
+}
+
+async fn list_exact(
+    snap: &dyn Snapshot,
+    rev: Revision,
+    prefix: &str,
+    start_after: Option<&str>,
+    limit: usize,
+    count_remaining: bool,
+) -> Result<ListPage> {
+    let (mut start, end) = keys::versions_range(prefix);
+    if let Some(after) = start_after {
+        start = start.max(keys::versions_after(after));
+    }
+    let mut items = Vec::new();
+    let mut more = false;
+    let mut remaining = 0u64;
+    // The object key whose visible version has been decided already.
+    let mut done: Option<String> = None;
+    'scan: loop {
+        let chunk = snap.scan(&start, &end, SCAN_CHUNK).await?;
+        let n = chunk.len();
+        let Some((last, _)) = chunk.last() else { break };
+        start = next_key(last);
+        for (k, raw) in chunk {
+            let (key, version_rev) = keys::parse_version(&k)?;
+            if version_rev > rev || done.as_deref() == Some(key) {
+                continue;
+            }
+            done = Some(key.to_owned());
+            let (tag, value) = keys::decode_version(&k, &raw)?;
+            if tag != keys::TAG_PUT {
+                continue;
+            }
+            if items.len() < limit {
+                items.push(Versioned {
+                    key: key.to_owned(),
+                    revision: version_rev,
+                    value,
+                });
+            } else {
+                more = true;
+                remaining += 1;
+                if !count_remaining {
+                    break 'scan;
+                }
+            }
+        }
+        if n < SCAN_CHUNK {
+            break;
+        }
+    }
+    Ok(ListPage {
+        revision: rev,
+        items,
+        more,
+        remaining: (more && count_remaining).then_some(remaining),
+    })
+}
+
+/// The smallest key greater than `k`.
+fn next_key(k: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(k.len() + 1);
+    v.extend_from_slice(k);
+    v.push(0);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn revision_slot_is_spliced() {
+        let v = Value::with_revision_slot(&b"{\"rv\":\"\"}"[..], 7);
+        assert_eq!(&v.render(42)[..], b"{\"rv\":\"42\"}");
+        assert_eq!(&Value::new(&b"x"[..]).render(3)[..], b"x");
+        assert_eq!(&Value::with_revision_slot(&b"ab"[..], 99).render(1)[..], b"ab1");
+    }
+}

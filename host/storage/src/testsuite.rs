@@ -1,0 +1,754 @@
+//! The engine and store contract suites, written once and run by every engine crate.
+//!
+//! An engine crate implements [`EngineFactory`] and expands the suites in a test file:
+//!
+//! ```ignore
+//! wasmgate_storage::engine_suite!(MyFactory::new());
+//! wasmgate_storage::store_suite!(MyFactory::new());
+//! ```
+//!
+//! Each case becomes one `#[tokio::test]`. A factory that cannot run here (TiKV without
+//! PD endpoints) returns `Err(reason)` from [`EngineFactory::available`]; its cases print
+//! `skipped: <reason>` and pass without checking anything.
+#![allow(clippy::unwrap_used, reason = "test code: a failed expectation is a panic")]
+#![allow(missing_docs, reason = "test cases are named after what they check")]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use crate::{
+    Engine, EngineError, EventKind, Precondition, ReadAt, StorageError, Store, StoreOptions,
+    Value, Write, WriteOp, keys,
+};
+
+/// Opens engines for the suites.
+#[async_trait::async_trait]
+pub trait EngineFactory: Send + Sync + 'static {
+    /// `Ok(())` when the engine can be tested here; `Err(reason)` to skip.
+    fn available(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Whether data survives dropping the engine and opening `place` again.
+    fn persistent(&self) -> bool;
+    /// Opens the engine stored at `place` (a fresh, empty directory for each case; opening
+    /// the same place again must reopen the same data when [`EngineFactory::persistent`]).
+    async fn open(&self, place: &Path) -> Arc<dyn Engine>;
+}
+
+/// A temporary place for one case.
+pub struct Place {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Place {
+    /// A fresh temporary directory.
+    pub fn new() -> Place {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        Place { _dir: dir, path }
+    }
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Default for Place {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Expands one `#[tokio::test]` per case of a suite.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __suite_cases {
+    ($factory:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let factory = $factory;
+                if let Err(reason) = $crate::testsuite::EngineFactory::available(&factory) {
+                    eprintln!("skipped: {reason}");
+                    return;
+                }
+                $crate::testsuite::cases::$case(&factory).await;
+            }
+        )*
+    };
+}
+
+/// The engine contract suite.
+#[macro_export]
+macro_rules! engine_suite {
+    ($factory:expr) => {
+        $crate::__suite_cases!($factory;
+            engine_put_get_delete,
+            engine_reads_own_writes_and_isolates_uncommitted,
+            engine_scan_is_ordered_bounded_and_resumable,
+            engine_snapshot_is_stable,
+            engine_drop_rolls_back,
+            engine_commit_is_atomic_and_holds_large_values,
+            engine_concurrent_transactions_serialize,
+            engine_commits_survive_reopen,
+        );
+    };
+}
+
+/// The store contract suite.
+#[macro_export]
+macro_rules! store_suite {
+    ($factory:expr) => {
+        $crate::__suite_cases!($factory;
+            store_revisions_strictly_increase,
+            store_create_update_delete_preconditions,
+            store_get_at_past_revisions,
+            store_list_pages_at_one_revision,
+            store_list_exact_sees_past_state,
+            store_future_revision_is_refused,
+            store_watch_delivers_every_event_once_in_order,
+            store_watch_concurrent_writers_no_gap_no_duplicate,
+            store_watch_reads_history_past_the_ring,
+            store_compaction_discards_history_and_refuses_old_revisions,
+            store_group_commit_batches_concurrent_writes,
+            store_reopen_keeps_data_and_revision,
+        );
+    };
+}
+
+/// The cases. Public so the macros can name them; call them through the macros.
+pub mod cases {
+    use super::*;
+
+    async fn commit_puts(e: &dyn Engine, kvs: &[(&[u8], &[u8])]) {
+        let mut t = e.begin().await.unwrap();
+        for (k, v) in kvs {
+            t.put(k.to_vec(), Bytes::copy_from_slice(v));
+        }
+        t.commit().await.unwrap();
+    }
+
+    async fn get(e: &dyn Engine, k: &[u8]) -> Option<Bytes> {
+        e.snapshot().await.unwrap().get(k).await.unwrap()
+    }
+
+    pub async fn engine_put_get_delete(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let e = f.open(place.path()).await;
+        assert_eq!(get(e.as_ref(), b"a").await, None);
+        commit_puts(e.as_ref(), &[(b"a", b"1")]).await;
+        assert_eq!(get(e.as_ref(), b"a").await.as_deref(), Some(&b"1"[..]));
+        commit_puts(e.as_ref(), &[(b"a", b"2")]).await;
+        assert_eq!(get(e.as_ref(), b"a").await.as_deref(), Some(&b"2"[..]));
+        let mut t = e.begin().await.unwrap();
+        t.delete(b"a".to_vec());
+        t.delete(b"never-there".to_vec());
+        t.commit().await.unwrap();
+        assert_eq!(get(e.as_ref(), b"a").await, None);
+    }
+
+    pub async fn engine_reads_own_writes_and_isolates_uncommitted(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let e = f.open(place.path()).await;
+        commit_puts(e.as_ref(), &[(b"k", b"old"), (b"gone", b"x")]).await;
+        let mut t = e.begin().await.unwrap();
+        t.put(b"k".to_vec(), Bytes::from_static(b"new"));
+        t.delete(b"gone".to_vec());
+        assert_eq!(t.get(b"k").await.unwrap().as_deref(), Some(&b"new"[..]));
+        assert_eq!(t.get(b"gone").await.unwrap(), None);
+        // Not visible outside before commit.
+        assert_eq!(get(e.as_ref(), b"k").await.as_deref(), Some(&b"old"[..]));
+        t.commit().await.unwrap();
+        assert_eq!(get(e.as_ref(), b"k").await.as_deref(), Some(&b"new"[..]));
+        assert_eq!(get(e.as_ref(), b"gone").await, None);
+    }
+
+    pub async fn engine_scan_is_ordered_bounded_and_resumable(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let e = f.open(place.path()).await;
+        let keys: Vec<Vec<u8>> = vec![
+            b"p/".to_vec(),
+            b"p/\x00".to_vec(),
+            b"p/a".to_vec(),
+            b"p/a\x00z".to_vec(),
+            b"p/b".to_vec(),
+            b"p/\xff\xff".to_vec(),
+            b"q".to_vec(),
+            b"o".to_vec(),
+        ];
+        let mut t = e.begin().await.unwrap();
+        for (i, k) in keys.iter().enumerate() {
+            t.put(k.clone(), Bytes::from(i.to_string()));
+        }
+        t.commit().await.unwrap();
+        let s = e.snapshot().await.unwrap();
+        let end = keys::prefix_end(b"p/");
+        let all = s.scan(b"p/", &end, 100).await.unwrap();
+        let got: Vec<&[u8]> = all.iter().map(|(k, _)| k.as_ref()).collect();
+        let want: Vec<&[u8]> = vec![b"p/", b"p/\x00", b"p/a", b"p/a\x00z", b"p/b", b"p/\xff\xff"];
+        assert_eq!(got, want, "ascending byte order, bounded by [start, end)");
+        // Limit + resume from just after the last key.
+        let mut seen = Vec::new();
+        let mut start = b"p/".to_vec();
+        loop {
+            let page = s.scan(&start, &end, 2).await.unwrap();
+            assert!(page.len() <= 2);
+            let Some((last, _)) = page.last() else { break };
+            start = last.to_vec();
+            start.push(0);
+            seen.extend(page.into_iter().map(|(k, _)| k.to_vec()));
+        }
+        assert_eq!(seen.iter().map(|k| k.as_slice()).collect::<Vec<_>>(), want);
+        assert!(s.scan(b"r", b"s", 10).await.unwrap().is_empty());
+    }
+
+    pub async fn engine_snapshot_is_stable(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let e = f.open(place.path()).await;
+        commit_puts(e.as_ref(), &[(b"a", b"1"), (b"b", b"1")]).await;
+        let s = e.snapshot().await.unwrap();
+        commit_puts(e.as_ref(), &[(b"a", b"2"), (b"c", b"2")]).await;
+        assert_eq!(s.get(b"a").await.unwrap().as_deref(), Some(&b"1"[..]));
+        assert_eq!(s.get(b"c").await.unwrap(), None);
+        assert_eq!(s.scan(b"a", b"z", 10).await.unwrap().len(), 2);
+        assert_eq!(get(e.as_ref(), b"a").await.as_deref(), Some(&b"2"[..]));
+    }
+
+    pub async fn engine_drop_rolls_back(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let e = f.open(place.path()).await;
+        {
+            let mut t = e.begin().await.unwrap();
+            t.put(b"x".to_vec(), Bytes::from_static(b"1"));
+        }
+        assert_eq!(get(e.as_ref(), b"x").await, None);
+        // The engine still accepts writers after an abandoned transaction.
+        commit_puts(e.as_ref(), &[(b"y", b"1")]).await;
+        assert!(get(e.as_ref(), b"y").await.is_some());
+    }
+
+    pub async fn engine_commit_is_atomic_and_holds_large_values(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let e = f.open(place.path()).await;
+        let big = Bytes::from(vec![7u8; 3 << 20]);
+        let mut t = e.begin().await.unwrap();
+        for i in 0..500u32 {
+            t.put(format!("n/{i:05}").into_bytes(), Bytes::from(i.to_string()));
+        }
+        t.put(b"big".to_vec(), big.clone());
+        t.commit().await.unwrap();
+        let s = e.snapshot().await.unwrap();
+        let end = keys::prefix_end(b"n/");
+        assert_eq!(s.scan(b"n/", &end, 1000).await.unwrap().len(), 500);
+        assert_eq!(s.get(b"big").await.unwrap(), Some(big));
+    }
+
+    pub async fn engine_concurrent_transactions_serialize(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let e = f.open(place.path()).await;
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            let e = e.clone();
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..25 {
+                    loop {
+                        let mut t = e.begin().await.unwrap();
+                        let n = keys::decode_u64(b"ctr", t.get(b"ctr").await.unwrap().as_ref())
+                            .unwrap();
+                        t.put(b"ctr".to_vec(), keys::encode_u64(n + 1));
+                        match t.commit().await {
+                            Ok(()) => break,
+                            Err(EngineError::Conflict) => continue,
+                            Err(err) => panic!("{err}"),
+                        }
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let n = keys::decode_u64(b"ctr", get(e.as_ref(), b"ctr").await.as_ref()).unwrap();
+        assert_eq!(n, 100, "read-modify-write transactions must not lose updates");
+    }
+
+    pub async fn engine_commits_survive_reopen(f: &dyn EngineFactory) {
+        if !f.persistent() {
+            eprintln!("skipped: engine is not persistent");
+            return;
+        }
+        let place = Place::new();
+        {
+            let e = f.open(place.path()).await;
+            commit_puts(e.as_ref(), &[(b"durable", b"yes")]).await;
+        }
+        let e = f.open(place.path()).await;
+        assert_eq!(get(e.as_ref(), b"durable").await.as_deref(), Some(&b"yes"[..]));
+    }
+
+    // ---- store ----
+
+    async fn open_store(f: &dyn EngineFactory, place: &Place, opts: StoreOptions) -> Store {
+        Store::open(f.open(place.path()).await, opts).await.unwrap()
+    }
+
+    fn put(key: &str, body: &str, pre: Precondition) -> Write {
+        Write {
+            key: key.into(),
+            precondition: pre,
+            op: WriteOp::Put(Value::new(body.to_owned())),
+        }
+    }
+
+    fn del(key: &str, pre: Precondition) -> Write {
+        Write {
+            key: key.into(),
+            precondition: pre,
+            op: WriteOp::Delete(Value::new("deleted")),
+        }
+    }
+
+    pub async fn store_revisions_strictly_increase(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let s = open_store(f, &place, StoreOptions::default()).await;
+        assert_eq!(s.revision(), 0);
+        let mut last = 0;
+        for i in 0..5 {
+            let c = s
+                .write(put(&format!("g/r/ns/{i}"), "v", Precondition::Absent))
+                .await
+                .unwrap();
+            assert!(c.revision > last);
+            last = c.revision;
+        }
+        let mut tasks = Vec::new();
+        for i in 0..50 {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                s.write(put(&format!("g/r/c/{i}"), "v", Precondition::Absent))
+                    .await
+                    .unwrap()
+                    .revision
+            }));
+        }
+        let mut revs = Vec::new();
+        for t in tasks {
+            revs.push(t.await.unwrap());
+        }
+        revs.sort_unstable();
+        revs.dedup();
+        assert_eq!(revs.len(), 50, "every write gets its own revision");
+        assert!(revs[0] > last);
+        assert_eq!(s.revision(), *revs.last().unwrap());
+    }
+
+    pub async fn store_create_update_delete_preconditions(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let s = open_store(f, &place, StoreOptions::default()).await;
+        let c1 = s.write(put("g/r/ns/a", "1", Precondition::Absent)).await.unwrap();
+        assert!(c1.prev.is_none());
+        let err = s.write(put("g/r/ns/a", "x", Precondition::Absent)).await.unwrap_err();
+        assert!(matches!(err, StorageError::AlreadyExists { .. }), "{err}");
+        let c2 = s
+            .write(put("g/r/ns/a", "2", Precondition::Revision(c1.revision)))
+            .await
+            .unwrap();
+        assert_eq!(c2.prev.as_ref().unwrap().value, Bytes::from("1"));
+        let err = s
+            .write(put("g/r/ns/a", "3", Precondition::Revision(c1.revision)))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, StorageError::Conflict { expected, actual, .. } if expected == c1.revision && actual == c2.revision),
+            "{err}"
+        );
+        let err = s
+            .write(put("g/r/ns/missing", "3", Precondition::Revision(1)))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StorageError::NotFound { .. }), "{err}");
+        let err = s.write(del("g/r/ns/missing", Precondition::None)).await.unwrap_err();
+        assert!(matches!(err, StorageError::NotFound { .. }), "{err}");
+        let err = s
+            .write(del("g/r/ns/a", Precondition::Revision(c1.revision)))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StorageError::Conflict { .. }), "{err}");
+        let d = s
+            .write(del("g/r/ns/a", Precondition::Revision(c2.revision)))
+            .await
+            .unwrap();
+        assert_eq!(d.prev.unwrap().revision, c2.revision);
+        assert!(s.get("g/r/ns/a", ReadAt::Latest).await.unwrap().1.is_none());
+        // Unconditional put after delete recreates; the revision slot receives the revision.
+        let c = s
+            .write(Write {
+                key: "g/r/ns/a".into(),
+                precondition: Precondition::None,
+                op: WriteOp::Put(Value::with_revision_slot("rv=;", 3)),
+            })
+            .await
+            .unwrap();
+        assert_eq!(c.value, Bytes::from(format!("rv={};", c.revision)));
+        let (_, got) = s.get("g/r/ns/a", ReadAt::Latest).await.unwrap();
+        assert_eq!(got.unwrap().value, c.value);
+    }
+
+    pub async fn store_get_at_past_revisions(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let s = open_store(f, &place, StoreOptions::default()).await;
+        let r1 = s.write(put("g/r/ns/a", "v1", Precondition::Absent)).await.unwrap().revision;
+        let other = s.write(put("g/r/ns/b", "x", Precondition::Absent)).await.unwrap().revision;
+        let r2 = s
+            .write(put("g/r/ns/a", "v2", Precondition::Revision(r1)))
+            .await
+            .unwrap()
+            .revision;
+        let r3 = s.write(del("g/r/ns/a", Precondition::None)).await.unwrap().revision;
+        let at = |rev| {
+            let s = s.clone();
+            async move {
+                s.get("g/r/ns/a", ReadAt::Exact(rev))
+                    .await
+                    .unwrap()
+                    .1
+                    .map(|v| (v.revision, v.value))
+            }
+        };
+        assert_eq!(at(r1 - 1).await, None);
+        assert_eq!(at(r1).await, Some((r1, Bytes::from("v1"))));
+        assert_eq!(at(other).await, Some((r1, Bytes::from("v1"))));
+        assert_eq!(at(r2).await, Some((r2, Bytes::from("v2"))));
+        assert_eq!(at(r3).await, None);
+        let (rev, latest) = s.get("g/r/ns/b", ReadAt::Latest).await.unwrap();
+        assert_eq!(rev, r3);
+        assert_eq!(latest.unwrap().revision, other);
+    }
+
+    pub async fn store_list_pages_at_one_revision(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let s = open_store(f, &place, StoreOptions::default()).await;
+        for i in 0..25 {
+            s.write(put(&format!("g/r/ns1/o{i:02}"), "v", Precondition::Absent))
+                .await
+                .unwrap();
+        }
+        s.write(put("g/r/ns10/x", "v", Precondition::Absent)).await.unwrap();
+        s.write(put("g/other/ns1/x", "v", Precondition::Absent)).await.unwrap();
+        let first = s.list("g/r/ns1/", ReadAt::Latest, None, 10, true).await.unwrap();
+        assert_eq!(first.items.len(), 10);
+        assert!(first.more);
+        assert_eq!(first.remaining, Some(15));
+        assert_eq!(first.items[0].key, "g/r/ns1/o00");
+        // Changes after the first page must not show in later pages.
+        s.write(put("g/r/ns1/o15", "changed", Precondition::None)).await.unwrap();
+        s.write(put("g/r/ns1/o99", "new", Precondition::Absent)).await.unwrap();
+        s.write(del("g/r/ns1/o20", Precondition::None)).await.unwrap();
+        let mut keys: Vec<String> = first.items.iter().map(|v| v.key.clone()).collect();
+        let mut after = first.items.last().unwrap().key.clone();
+        loop {
+            let page = s
+                .list("g/r/ns1/", ReadAt::Exact(first.revision), Some(&after), 10, true)
+                .await
+                .unwrap();
+            assert_eq!(page.revision, first.revision);
+            for v in &page.items {
+                assert_eq!(v.value, Bytes::from("v"), "{} read at the snapshot", v.key);
+            }
+            keys.extend(page.items.iter().map(|v| v.key.clone()));
+            if !page.more {
+                assert_eq!(page.remaining, None);
+                break;
+            }
+            after = page.items.last().unwrap().key.clone();
+        }
+        let want: Vec<String> = (0..25).map(|i| format!("g/r/ns1/o{i:02}")).collect();
+        assert_eq!(keys, want);
+        // Latest sees the changes; all-namespaces prefix sees both namespaces.
+        let latest = s.list("g/r/ns1/", ReadAt::Latest, None, 0, false).await.unwrap();
+        assert_eq!(latest.items.len(), 25);
+        assert!(!latest.more);
+        let all = s.list("g/r/", ReadAt::Latest, None, 0, false).await.unwrap();
+        assert_eq!(all.items.len(), 26);
+        let page = s.list("g/r/", ReadAt::Latest, Some("g/r/ns1/o98"), 5, false).await.unwrap();
+        assert_eq!(
+            page.items.iter().map(|v| v.key.as_str()).collect::<Vec<_>>(),
+            vec!["g/r/ns1/o99", "g/r/ns10/x"]
+        );
+        assert!(!page.more);
+    }
+
+    pub async fn store_list_exact_sees_past_state(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let s = open_store(f, &place, StoreOptions::default()).await;
+        let a = s.write(put("g/r/n/a", "a1", Precondition::Absent)).await.unwrap().revision;
+        s.write(put("g/r/n/b", "b1", Precondition::Absent)).await.unwrap();
+        let snap = s.revision();
+        s.write(put("g/r/n/a", "a2", Precondition::Revision(a))).await.unwrap();
+        s.write(del("g/r/n/b", Precondition::None)).await.unwrap();
+        s.write(put("g/r/n/c", "c1", Precondition::Absent)).await.unwrap();
+        let old = s.list("g/r/n/", ReadAt::Exact(snap), None, 0, false).await.unwrap();
+        let got: Vec<(&str, &[u8])> = old
+            .items
+            .iter()
+            .map(|v| (v.key.as_str(), v.value.as_ref()))
+            .collect();
+        assert_eq!(got, vec![("g/r/n/a", &b"a1"[..]), ("g/r/n/b", &b"b1"[..])]);
+        let now = s.list("g/r/n/", ReadAt::Latest, None, 0, false).await.unwrap();
+        let got: Vec<(&str, &[u8])> = now
+            .items
+            .iter()
+            .map(|v| (v.key.as_str(), v.value.as_ref()))
+            .collect();
+        assert_eq!(got, vec![("g/r/n/a", &b"a2"[..]), ("g/r/n/c", &b"c1"[..])]);
+        let exact_now = s.list("g/r/n/", ReadAt::Exact(now.revision), None, 0, false).await.unwrap();
+        assert_eq!(exact_now.items, now.items);
+    }
+
+    pub async fn store_future_revision_is_refused(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let s = open_store(f, &place, StoreOptions::default()).await;
+        s.write(put("g/r/n/a", "1", Precondition::Absent)).await.unwrap();
+        let cur = s.revision();
+        let err = s.get("g/r/n/a", ReadAt::Exact(cur + 5)).await.unwrap_err();
+        assert!(matches!(err, StorageError::FutureRevision { requested, current } if requested == cur + 5 && current == cur));
+        let err = s.list("g/r/", ReadAt::Exact(cur + 1), None, 0, false).await.unwrap_err();
+        assert!(matches!(err, StorageError::FutureRevision { .. }));
+        assert!(!s.wait_for(cur + 1, Duration::from_millis(20)).await);
+        assert!(s.wait_for(cur, Duration::from_millis(20)).await);
+    }
+
+    pub async fn store_watch_delivers_every_event_once_in_order(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let s = open_store(f, &place, StoreOptions::default()).await;
+        let start = s.write(put("g/r/n/before", "x", Precondition::Absent)).await.unwrap().revision;
+        let mut w = s.watch("g/r/n/", start).unwrap();
+        let mut other = s.watch("g/other/", start).unwrap();
+        let c = s.write(put("g/r/n/a", "1", Precondition::Absent)).await.unwrap();
+        s.write(put("g/other/n/z", "z", Precondition::Absent)).await.unwrap();
+        s.write(put("g/r/n/a", "2", Precondition::Revision(c.revision))).await.unwrap();
+        s.write(del("g/r/n/a", Precondition::None)).await.unwrap();
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            let ev = tokio::time::timeout(Duration::from_secs(5), w.next()).await.unwrap().unwrap();
+            got.push((ev.kind, ev.value.clone(), ev.prev.as_ref().map(|p| p.value.clone())));
+        }
+        assert_eq!(
+            got,
+            vec![
+                (EventKind::Put, Bytes::from("1"), None),
+                (EventKind::Put, Bytes::from("2"), Some(Bytes::from("1"))),
+                (EventKind::Delete, Bytes::from("deleted"), Some(Bytes::from("2"))),
+            ]
+        );
+        let ev = other.next().await.unwrap();
+        assert_eq!(ev.key, "g/other/n/z");
+        assert!(w.try_next().await.unwrap().is_none(), "nothing else for this prefix");
+        assert_eq!(w.progress(), s.revision());
+        // A watch from an older revision replays the same events.
+        let mut again = s.watch("g/r/n/", start).unwrap();
+        let first = again.next().await.unwrap();
+        assert_eq!((first.key.as_str(), first.revision), ("g/r/n/a", c.revision));
+    }
+
+    pub async fn store_watch_concurrent_writers_no_gap_no_duplicate(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let s = open_store(
+            f,
+            &place,
+            StoreOptions {
+                watch_ring: 64,
+                ..StoreOptions::default()
+            },
+        )
+        .await;
+        let from = s.revision();
+        let mut watchers: Vec<_> = (0..3).map(|_| s.watch("g/", from).unwrap()).collect();
+        let mut tasks = Vec::new();
+        for t in 0..8 {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in 0..50 {
+                    s.write(put(&format!("g/r/n/t{t}-{i}"), "v", Precondition::Absent))
+                        .await
+                        .unwrap();
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let end = s.revision();
+        assert_eq!(end - from, 400);
+        for w in &mut watchers {
+            let mut expect = from + 1;
+            while expect <= end {
+                let ev = tokio::time::timeout(Duration::from_secs(10), w.next())
+                    .await
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(ev.revision, expect, "contiguous, once, in order");
+                expect += 1;
+            }
+        }
+    }
+
+    pub async fn store_watch_reads_history_past_the_ring(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let s = open_store(
+            f,
+            &place,
+            StoreOptions {
+                watch_ring: 8,
+                ..StoreOptions::default()
+            },
+        )
+        .await;
+        let mut prev = 0;
+        for i in 0..100 {
+            let pre = if i == 0 {
+                Precondition::Absent
+            } else {
+                Precondition::Revision(prev)
+            };
+            prev = s.write(put("g/r/n/k", &format!("v{i}"), pre)).await.unwrap().revision;
+        }
+        let mut w = s.watch("g/r/", 0).unwrap();
+        for i in 0..100 {
+            let ev = w.next().await.unwrap();
+            assert_eq!(ev.value, Bytes::from(format!("v{i}")));
+            if i > 0 {
+                assert_eq!(ev.prev.as_ref().unwrap().value, Bytes::from(format!("v{}", i - 1)));
+            }
+        }
+        assert_eq!(w.progress(), prev);
+    }
+
+    pub async fn store_compaction_discards_history_and_refuses_old_revisions(
+        f: &dyn EngineFactory,
+    ) {
+        let place = Place::new();
+        let engine = f.open(place.path()).await;
+        let s = Store::open(
+            engine.clone(),
+            StoreOptions {
+                watch_ring: 4,
+                ..StoreOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+        let mut prev = s.write(put("g/r/n/a", "a0", Precondition::Absent)).await.unwrap().revision;
+        for i in 1..10 {
+            prev = s
+                .write(put("g/r/n/a", &format!("a{i}"), Precondition::Revision(prev)))
+                .await
+                .unwrap()
+                .revision;
+        }
+        s.write(put("g/r/n/gone", "x", Precondition::Absent)).await.unwrap();
+        s.write(del("g/r/n/gone", Precondition::None)).await.unwrap();
+        let horizon = s.revision();
+        s.write(put("g/r/n/b", "b", Precondition::Absent)).await.unwrap();
+        let mut early = s.watch("g/r/", 2).unwrap();
+        s.compact(horizon).await.unwrap();
+        assert_eq!(s.compacted(), horizon);
+        let err = s.get("g/r/n/a", ReadAt::Exact(horizon - 1)).await.unwrap_err();
+        assert!(matches!(err, StorageError::Compacted { .. }), "{err}");
+        let err = s.list("g/r/", ReadAt::Exact(3), None, 0, false).await.unwrap_err();
+        assert!(matches!(err, StorageError::Compacted { .. }), "{err}");
+        assert!(matches!(s.watch("g/r/", horizon - 1), Err(StorageError::Compacted { .. })));
+        let err = early.next().await.unwrap_err();
+        assert!(matches!(err, StorageError::Compacted { .. }), "{err}");
+        // State at and after the horizon is intact.
+        let at = s.list("g/r/", ReadAt::Exact(horizon), None, 0, false).await.unwrap();
+        assert_eq!(at.items.len(), 1);
+        assert_eq!(at.items[0].value, Bytes::from("a9"));
+        let latest = s.list("g/r/", ReadAt::Latest, None, 0, false).await.unwrap();
+        assert_eq!(latest.items.len(), 2);
+        let mut w = s.watch("g/r/", horizon).unwrap();
+        assert_eq!(w.next().await.unwrap().key, "g/r/n/b");
+        // Superseded versions and deleted keys are gone from the engine.
+        let snap = engine.snapshot().await.unwrap();
+        let (start, end) = keys::versions_range("g/r/");
+        let versions = snap.scan(&start, &end, 100).await.unwrap();
+        assert_eq!(versions.len(), 2, "one version of a, one of b");
+        let (ls, le) = keys::log_range(0, horizon);
+        assert!(snap.scan(&ls, &le, 10).await.unwrap().is_empty());
+        // Compacting again, or lower, is a no-op.
+        s.compact(horizon - 3).await.unwrap();
+        assert_eq!(s.compacted(), horizon);
+    }
+
+    pub async fn store_group_commit_batches_concurrent_writes(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let s = open_store(f, &place, StoreOptions::default()).await;
+        let before = s.stats();
+        let mut tasks = Vec::new();
+        for i in 0..256 {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                s.write(put(&format!("g/r/n/{i}"), "v", Precondition::Absent)).await
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        let after = s.stats();
+        assert_eq!(after.writes - before.writes, 256);
+        assert!(
+            after.commits - before.commits < 256,
+            "concurrent writes share transactions ({} commits)",
+            after.commits - before.commits
+        );
+        // A failing precondition in a batch does not fail its neighbours.
+        let mut tasks = Vec::new();
+        for i in 0..64 {
+            let s = s.clone();
+            let key = if i % 2 == 0 { format!("g/r/n/{i}") } else { format!("g/r/m/{i}") };
+            tasks.push(tokio::spawn(async move { s.write(put(&key, "v", Precondition::Absent)).await }));
+        }
+        let mut ok = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(_) => ok += 1,
+                Err(StorageError::AlreadyExists { .. }) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(ok, 32);
+    }
+
+    pub async fn store_reopen_keeps_data_and_revision(f: &dyn EngineFactory) {
+        if !f.persistent() {
+            eprintln!("skipped: engine is not persistent");
+            return;
+        }
+        let place = Place::new();
+        let (rev, first) = {
+            let s = open_store(f, &place, StoreOptions::default()).await;
+            let first = s.write(put("g/r/n/a", "1", Precondition::Absent)).await.unwrap().revision;
+            s.write(put("g/r/n/b", "2", Precondition::Absent)).await.unwrap();
+            (s.revision(), first)
+        };
+        // Let the committer task of the dropped store wind down and release the engine.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let s = open_store(f, &place, StoreOptions::default()).await;
+        assert_eq!(s.revision(), rev);
+        let c = s.write(put("g/r/n/c", "3", Precondition::Absent)).await.unwrap();
+        assert_eq!(c.revision, rev + 1);
+        let mut w = s.watch("g/r/", first - 1).unwrap();
+        let keys_seen: Vec<String> = {
+            let mut v = Vec::new();
+            for _ in 0..3 {
+                v.push(w.next().await.unwrap().key.clone());
+            }
+            v
+        };
+        assert_eq!(keys_seen, vec!["g/r/n/a", "g/r/n/b", "g/r/n/c"]);
+    }
+}
