@@ -48,7 +48,8 @@ pub fn from_slice(bytes: &[u8]) -> Result<Decoded, DecodeError> {
 /// Parses YAML (a single document) into JSON values. Duplicate keys are an error in YAML.
 pub fn from_yaml(bytes: &[u8]) -> Result<Decoded, DecodeError> {
     let text = std::str::from_utf8(bytes).map_err(|e| DecodeError::Yaml(e.to_string()))?;
-    let value: Value = serde_saphyr::from_str(text).map_err(|e| DecodeError::Yaml(e.to_string()))?;
+    let value: Value =
+        serde_saphyr::from_str(text).map_err(|e| DecodeError::Yaml(e.to_string()))?;
     Ok(Decoded {
         value,
         duplicates: Vec::new(),
@@ -218,7 +219,10 @@ mod tests {
 
     #[test]
     fn enc_03_yaml_round_trip() {
-        let d = from_yaml(b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  k: \"1\"\n").unwrap();
+        let d = from_yaml(
+            b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  k: \"1\"\n",
+        )
+        .unwrap();
         assert_eq!(d.value["data"]["k"], "1");
         let y = to_yaml(&d.value);
         assert_eq!(from_yaml(y.as_bytes()).unwrap().value, d.value);
@@ -238,6 +242,9 @@ mod tests {
         assert_eq!(back["metadata"]["resourceVersion"], "42");
         assert_eq!(back["involvedObject"]["resourceVersion"], "3");
         let (bytes, slot) = to_vec_with_rv_slot(&serde_json::json!({"metadata":{}}));
-        assert_eq!(&bytes[..slot.unwrap()], b"{\"metadata\":{\"resourceVersion\":\"");
+        assert_eq!(
+            &bytes[..slot.unwrap()],
+            b"{\"metadata\":{\"resourceVersion\":\""
+        );
     }
 }

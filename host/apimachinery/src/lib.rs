@@ -15,7 +15,7 @@
 //! * [`media`]: content negotiation.
 //! * [`json`]: JSON with duplicate-field detection, YAML, the storage encoding.
 //! * [`schema`]: unknown fields, type errors and pruning against OpenAPI schemas.
-//! * [`status`]: `metav1.Status`.
+//! * [`status`]: the `metav1.Status` object.
 #![forbid(unsafe_code)]
 
 pub mod json;
@@ -24,8 +24,8 @@ pub mod options;
 pub mod protobuf;
 pub mod request_info;
 pub mod schema;
-pub mod status;
 pub mod selectors;
+pub mod status;
 pub mod strategic_merge;
 pub mod table;
 pub mod validation;

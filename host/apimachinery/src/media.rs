@@ -21,7 +21,10 @@ impl MediaType {
         let params = parts
             .filter_map(|p| {
                 let (k, v) = p.split_once('=')?;
-                Some((k.trim().to_ascii_lowercase(), v.trim().trim_matches('"').to_owned()))
+                Some((
+                    k.trim().to_ascii_lowercase(),
+                    v.trim().trim_matches('"').to_owned(),
+                ))
             })
             .collect();
         Some(MediaType { essence, params })
@@ -161,8 +164,18 @@ pub fn negotiate_discovery(accept: &[MediaType]) -> Result<DiscoveryOutput, NotA
         return Ok(DiscoveryOutput::Legacy);
     }
     for m in accept {
-        match (m.essence.as_str(), m.param("as"), m.param("g"), m.param("v")) {
-            ("application/json", Some("APIGroupDiscoveryList"), Some("apidiscovery.k8s.io"), Some("v2")) => {
+        match (
+            m.essence.as_str(),
+            m.param("as"),
+            m.param("g"),
+            m.param("v"),
+        ) {
+            (
+                "application/json",
+                Some("APIGroupDiscoveryList"),
+                Some("apidiscovery.k8s.io"),
+                Some("v2"),
+            ) => {
                 return Ok(DiscoveryOutput::AggregatedV2);
             }
             (
@@ -218,7 +231,9 @@ impl PatchType {
 
 /// An unsupported Content-Type: 415 with this message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the body of the request was in an unknown format - accepted media types include: {accepted}")]
+#[error(
+    "the body of the request was in an unknown format - accepted media types include: {accepted}"
+)]
 pub struct UnsupportedMediaType {
     /// What the server accepts here.
     pub accepted: &'static str,
@@ -263,38 +278,88 @@ mod tests {
 
     #[test]
     fn enc_08_table_params_in_any_order() {
-        assert_eq!(negotiate_output(&parse_accept(Some(TABLE)), true), Ok(Output::Table(MetaVersion::V1)));
+        assert_eq!(
+            negotiate_output(&parse_accept(Some(TABLE)), true),
+            Ok(Output::Table(MetaVersion::V1))
+        );
         let seed = "application/json;as=Table;g=meta.k8s.io;v=v1beta1, application/json";
-        assert_eq!(negotiate_output(&parse_accept(Some(seed)), true), Ok(Output::Table(MetaVersion::V1beta1)));
-        assert_eq!(negotiate_output(&parse_accept(Some(TABLE)), false), Ok(Output::Json));
+        assert_eq!(
+            negotiate_output(&parse_accept(Some(seed)), true),
+            Ok(Output::Table(MetaVersion::V1beta1))
+        );
+        assert_eq!(
+            negotiate_output(&parse_accept(Some(TABLE)), false),
+            Ok(Output::Json)
+        );
     }
 
     #[test]
     fn enc_02_fallbacks_and_406() {
         let pb = "application/vnd.kubernetes.protobuf,application/json";
-        assert_eq!(negotiate_output(&parse_accept(Some(pb)), true), Ok(Output::Json));
-        assert_eq!(negotiate_output(&parse_accept(Some("application/yaml")), true), Ok(Output::Yaml));
-        assert_eq!(negotiate_output(&parse_accept(Some("*/*")), true), Ok(Output::Json));
-        assert_eq!(negotiate_output(&parse_accept(None), true), Ok(Output::Json));
-        assert!(negotiate_output(&parse_accept(Some("application/vnd.kubernetes.protobuf")), true).is_err());
+        assert_eq!(
+            negotiate_output(&parse_accept(Some(pb)), true),
+            Ok(Output::Json)
+        );
+        assert_eq!(
+            negotiate_output(&parse_accept(Some("application/yaml")), true),
+            Ok(Output::Yaml)
+        );
+        assert_eq!(
+            negotiate_output(&parse_accept(Some("*/*")), true),
+            Ok(Output::Json)
+        );
+        assert_eq!(
+            negotiate_output(&parse_accept(None), true),
+            Ok(Output::Json)
+        );
+        assert!(
+            negotiate_output(
+                &parse_accept(Some("application/vnd.kubernetes.protobuf")),
+                true
+            )
+            .is_err()
+        );
         assert!(negotiate_output(&parse_accept(Some("text/html")), true).is_err());
-        assert!(negotiate_output(&parse_accept(Some("application/json;as=Table;g=meta.k8s.io;v=v9")), true).is_err());
+        assert!(
+            negotiate_output(
+                &parse_accept(Some("application/json;as=Table;g=meta.k8s.io;v=v9")),
+                true
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn gap_01_aggregated_discovery() {
-        assert_eq!(negotiate_discovery(&parse_accept(Some(AGG))), Ok(DiscoveryOutput::AggregatedV2));
-        assert_eq!(negotiate_discovery(&parse_accept(Some("application/json, */*"))), Ok(DiscoveryOutput::Legacy));
+        assert_eq!(
+            negotiate_discovery(&parse_accept(Some(AGG))),
+            Ok(DiscoveryOutput::AggregatedV2)
+        );
+        assert_eq!(
+            negotiate_discovery(&parse_accept(Some("application/json, */*"))),
+            Ok(DiscoveryOutput::Legacy)
+        );
         assert!(negotiate_discovery(&parse_accept(Some("application/xml"))).is_err());
     }
 
     #[test]
     fn patch_01_content_types() {
-        assert_eq!(patch_type(Some("application/merge-patch+json")), Ok(PatchType::Merge));
-        assert_eq!(patch_type(Some("application/strategic-merge-patch+json; charset=utf-8")), Ok(PatchType::StrategicMerge));
+        assert_eq!(
+            patch_type(Some("application/merge-patch+json")),
+            Ok(PatchType::Merge)
+        );
+        assert_eq!(
+            patch_type(Some(
+                "application/strategic-merge-patch+json; charset=utf-8"
+            )),
+            Ok(PatchType::StrategicMerge)
+        );
         assert!(patch_type(Some("application/json")).is_err());
         assert!(patch_type(None).is_err());
-        assert_eq!(body_type(Some("application/vnd.kubernetes.protobuf")), Ok(BodyType::Protobuf));
+        assert_eq!(
+            body_type(Some("application/vnd.kubernetes.protobuf")),
+            Ok(BodyType::Protobuf)
+        );
         assert!(body_type(Some("text/plain")).is_err());
     }
 }

@@ -78,15 +78,13 @@ fn decode(s: &str) -> Cow<'_, str> {
     while i < bytes.len() {
         match bytes[i] {
             b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                    (Some(h), Some(l)) => {
-                        out.push(h * 16 + l);
-                        i += 2;
-                    }
-                    _ => out.push(b'%'),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push(h * 16 + l);
+                    i += 2;
                 }
-            }
+                _ => out.push(b'%'),
+            },
             b => out.push(b),
         }
         i += 1;
@@ -183,11 +181,17 @@ impl ListOptions {
             field_selector,
             watch: q.bool("watch")?.unwrap_or(false),
             allow_watch_bookmarks: q.bool("allowWatchBookmarks")?.unwrap_or(false),
-            resource_version: q.get("resourceVersion").filter(|v| !v.is_empty()).map(str::to_owned),
+            resource_version: q
+                .get("resourceVersion")
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned),
             resource_version_match,
             timeout_seconds,
             limit,
-            continue_token: q.get("continue").filter(|v| !v.is_empty()).map(str::to_owned),
+            continue_token: q
+                .get("continue")
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned),
             send_initial_events: q.bool("sendInitialEvents")?,
         })
     }
@@ -221,10 +225,14 @@ pub fn list_semantics(o: &ListOptions) -> Result<ListSemantics, OptionsError> {
     let rv = o.resource_version.as_deref();
     if let Some(token) = &o.continue_token {
         if o.resource_version_match.is_some() {
-            return Err(bad("resourceVersionMatch is forbidden when continue is provided"));
+            return Err(bad(
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
         }
         if rv.is_some_and(|v| v != "0") {
-            return Err(bad("specifying resource version is not allowed when using continue"));
+            return Err(bad(
+                "specifying resource version is not allowed when using continue",
+            ));
         }
         return ContinueToken::decode(token).map(ListSemantics::Continue);
     }
@@ -349,7 +357,11 @@ impl ContinueToken {
 
     /// Parses the wire form.
     pub fn decode(s: &str) -> Result<Self, OptionsError> {
-        let invalid = || bad("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+        let invalid = || {
+            bad(
+                "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+            )
+        };
         let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(s.trim_end_matches('='))
             .map_err(|_| invalid())?;
@@ -417,10 +429,15 @@ impl WriteOptions {
                 )));
             }
         };
-        let field_manager = q.get("fieldManager").filter(|m| !m.is_empty()).map(str::to_owned);
+        let field_manager = q
+            .get("fieldManager")
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned);
         if let Some(m) = &field_manager {
             if m.chars().count() > 128 {
-                return Err(bad("fieldManager: Too long: may not be more than 128 bytes"));
+                return Err(bad(
+                    "fieldManager: Too long: may not be more than 128 bytes",
+                ));
             }
             if m.chars().any(|c| c.is_control()) {
                 return Err(bad(format!(
@@ -493,7 +510,10 @@ pub struct DeleteOptions {
 impl DeleteOptions {
     /// Merges query parameters over a body (the query wins where both are set, as
     /// kube-apiserver decodes the query after the body).
-    pub fn from_body_and_query(body: Option<DeleteOptions>, q: &Query) -> Result<Self, OptionsError> {
+    pub fn from_body_and_query(
+        body: Option<DeleteOptions>,
+        q: &Query,
+    ) -> Result<Self, OptionsError> {
         let mut o = body.unwrap_or_default();
         if let Some(v) = q.get("gracePeriodSeconds").filter(|v| !v.is_empty()) {
             o.grace_period_seconds = Some(
@@ -517,7 +537,11 @@ impl DeleteOptions {
             });
         }
         if q.has("dryRun") {
-            o.dry_run = q.get_all("dryRun").filter(|v| !v.is_empty()).map(str::to_owned).collect();
+            o.dry_run = q
+                .get_all("dryRun")
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+                .collect();
         }
         if o.orphan_dependents.is_some() && o.propagation_policy.is_some() {
             return Err(bad(
@@ -570,16 +594,27 @@ mod tests {
         assert_eq!(s("limit=2").unwrap(), MostRecent);
         assert_eq!(s("limit=2&resourceVersion=0").unwrap(), Any);
         assert_eq!(s("limit=2&resourceVersion=5").unwrap(), Exact(5));
-        assert_eq!(s("resourceVersionMatch=Exact&resourceVersion=5").unwrap(), Exact(5));
+        assert_eq!(
+            s("resourceVersionMatch=Exact&resourceVersion=5").unwrap(),
+            Exact(5)
+        );
         assert!(s("resourceVersionMatch=Exact&resourceVersion=0").is_err());
         assert!(s("resourceVersionMatch=Exact").is_err());
         assert!(s("resourceVersionMatch=NotOlderThan").is_err());
-        assert_eq!(s("resourceVersionMatch=NotOlderThan&resourceVersion=0").unwrap(), Any);
+        assert_eq!(
+            s("resourceVersionMatch=NotOlderThan&resourceVersion=0").unwrap(),
+            Any
+        );
         assert_eq!(
             s("resourceVersionMatch=NotOlderThan&resourceVersion=9&limit=1").unwrap(),
             NotOlderThan(9)
         );
-        assert!(ListOptions::from_query(&Query::parse(Some("resourceVersionMatch=Bogus&resourceVersion=1"))).is_err());
+        assert!(
+            ListOptions::from_query(&Query::parse(Some(
+                "resourceVersionMatch=Bogus&resourceVersion=1"
+            )))
+            .is_err()
+        );
         assert!(s("resourceVersion=abc").is_err());
     }
 
@@ -603,27 +638,61 @@ mod tests {
                 not_older_than: None
             }
         );
-        assert_eq!(watch_start(&lo("watch=1&resourceVersion=0")).unwrap(), WatchStart::InitialState { bookmark: false, not_older_than: None });
-        assert_eq!(watch_start(&lo("watch=1&resourceVersion=12")).unwrap(), WatchStart::After(12));
+        assert_eq!(
+            watch_start(&lo("watch=1&resourceVersion=0")).unwrap(),
+            WatchStart::InitialState {
+                bookmark: false,
+                not_older_than: None
+            }
+        );
+        assert_eq!(
+            watch_start(&lo("watch=1&resourceVersion=12")).unwrap(),
+            WatchStart::After(12)
+        );
         assert_eq!(
             watch_start(&lo("watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersion=&resourceVersionMatch=NotOlderThan")).unwrap(),
             WatchStart::InitialState { bookmark: true, not_older_than: None }
         );
-        assert!(watch_start(&lo("watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan")).is_err());
-        assert!(watch_start(&lo("watch=1&sendInitialEvents=true&allowWatchBookmarks=true")).is_err());
-        assert!(watch_start(&lo("watch=1&resourceVersionMatch=NotOlderThan&resourceVersion=1")).is_err());
+        assert!(
+            watch_start(&lo(
+                "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+            ))
+            .is_err()
+        );
+        assert!(
+            watch_start(&lo(
+                "watch=1&sendInitialEvents=true&allowWatchBookmarks=true"
+            ))
+            .is_err()
+        );
+        assert!(
+            watch_start(&lo(
+                "watch=1&resourceVersionMatch=NotOlderThan&resourceVersion=1"
+            ))
+            .is_err()
+        );
     }
 
     #[test]
     fn write_and_delete_options() {
-        let w = WriteOptions::from_query(&Query::parse(Some("dryRun=All&fieldManager=kubectl-create&fieldValidation=Strict"))).unwrap();
+        let w = WriteOptions::from_query(&Query::parse(Some(
+            "dryRun=All&fieldManager=kubectl-create&fieldValidation=Strict",
+        )))
+        .unwrap();
         assert!(w.dry_run);
         assert_eq!(w.field_validation, FieldValidation::Strict);
         assert!(WriteOptions::from_query(&Query::parse(Some("dryRun=Yes"))).is_err());
         assert!(WriteOptions::from_query(&Query::parse(Some("fieldValidation=strict"))).is_err());
-        let body: DeleteOptions = serde_json::from_str(r#"{"propagationPolicy":"Background","dryRun":["All"]}"#).unwrap();
+        let body: DeleteOptions =
+            serde_json::from_str(r#"{"propagationPolicy":"Background","dryRun":["All"]}"#).unwrap();
         let d = DeleteOptions::from_body_and_query(Some(body), &Query::default()).unwrap();
         assert!(d.is_dry_run());
-        assert!(DeleteOptions::from_body_and_query(None, &Query::parse(Some("propagationPolicy=Sometimes"))).is_err());
+        assert!(
+            DeleteOptions::from_body_and_query(
+                None,
+                &Query::parse(Some("propagationPolicy=Sometimes"))
+            )
+            .is_err()
+        );
     }
 }

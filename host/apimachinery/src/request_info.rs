@@ -104,7 +104,10 @@ pub fn parse(method: &Method, path: &str, watch: bool) -> Result<RequestInfo, Re
     } else {
         trimmed.split('/').collect()
     };
-    if parts.iter().any(|p| p.is_empty() || *p == "." || *p == "..") {
+    if parts
+        .iter()
+        .any(|p| p.is_empty() || *p == "." || *p == "..")
+    {
         return Err(RequestInfoError::NotFound);
     }
     let (group, version, rest) = match parts.as_slice() {
@@ -198,37 +201,70 @@ mod tests {
     fn url_01_02_core_and_named_groups() {
         let r = res(Method::GET, "/api/v1/namespaces/ns/configmaps/c");
         assert_eq!(
-            (r.group.as_str(), r.version.as_str(), r.namespace.as_deref(), r.resource.as_str()),
+            (
+                r.group.as_str(),
+                r.version.as_str(),
+                r.namespace.as_deref(),
+                r.resource.as_str()
+            ),
             ("", "v1", Some("ns"), "configmaps")
         );
         assert_eq!((r.name.as_deref(), r.verb), (Some("c"), Verb::Get));
-        let r = res(Method::GET, "/apis/coordination.k8s.io/v1/namespaces/ns/leases");
-        assert_eq!((r.group.as_str(), r.verb), ("coordination.k8s.io", Verb::List));
+        let r = res(
+            Method::GET,
+            "/apis/coordination.k8s.io/v1/namespaces/ns/leases",
+        );
+        assert_eq!(
+            (r.group.as_str(), r.verb),
+            ("coordination.k8s.io", Verb::List)
+        );
     }
 
     #[test]
     fn url_04_05_namespaces_are_told_apart_by_segment_count() {
         let r = res(Method::GET, "/api/v1/namespaces");
-        assert_eq!((r.resource.as_str(), r.namespace, r.verb), ("namespaces", None, Verb::List));
+        assert_eq!(
+            (r.resource.as_str(), r.namespace, r.verb),
+            ("namespaces", None, Verb::List)
+        );
         let r = res(Method::DELETE, "/api/v1/namespaces/demo");
-        assert_eq!((r.resource.as_str(), r.name.as_deref()), ("namespaces", Some("demo")));
+        assert_eq!(
+            (r.resource.as_str(), r.name.as_deref()),
+            ("namespaces", Some("demo"))
+        );
         assert_eq!(r.namespace, None);
         let r = res(Method::PUT, "/api/v1/namespaces/demo/finalize");
         assert_eq!(
-            (r.resource.as_str(), r.name.as_deref(), r.subresource.as_deref()),
+            (
+                r.resource.as_str(),
+                r.name.as_deref(),
+                r.subresource.as_deref()
+            ),
             ("namespaces", Some("demo"), Some("finalize"))
         );
         let r = res(Method::GET, "/api/v1/namespaces/demo/configmaps");
-        assert_eq!((r.resource.as_str(), r.namespace.as_deref()), ("configmaps", Some("demo")));
+        assert_eq!(
+            (r.resource.as_str(), r.namespace.as_deref()),
+            ("configmaps", Some("demo"))
+        );
         let r = res(Method::GET, "/api/v1/configmaps");
         assert_eq!((r.resource.as_str(), r.namespace), ("configmaps", None));
     }
 
     #[test]
     fn url_06_subresources_and_verbs() {
-        let r = res(Method::PATCH, "/apis/example.com/v1/namespaces/n/widgets/w/status");
-        assert_eq!((r.subresource.as_deref(), r.verb), (Some("status"), Verb::Patch));
-        assert_eq!(res(Method::POST, "/api/v1/namespaces/n/configmaps").verb, Verb::Create);
+        let r = res(
+            Method::PATCH,
+            "/apis/example.com/v1/namespaces/n/widgets/w/status",
+        );
+        assert_eq!(
+            (r.subresource.as_deref(), r.verb),
+            (Some("status"), Verb::Patch)
+        );
+        assert_eq!(
+            res(Method::POST, "/api/v1/namespaces/n/configmaps").verb,
+            Verb::Create
+        );
         assert_eq!(
             res(Method::DELETE, "/api/v1/namespaces/n/configmaps").verb,
             Verb::DeleteCollection
@@ -255,8 +291,14 @@ mod tests {
 
     #[test]
     fn discovery_paths() {
-        assert_eq!(parse(&Method::GET, "/api", false), Ok(RequestInfo::LegacyRoot));
-        assert_eq!(parse(&Method::GET, "/apis/", false), Ok(RequestInfo::GroupsRoot));
+        assert_eq!(
+            parse(&Method::GET, "/api", false),
+            Ok(RequestInfo::LegacyRoot)
+        );
+        assert_eq!(
+            parse(&Method::GET, "/apis/", false),
+            Ok(RequestInfo::GroupsRoot)
+        );
         assert_eq!(
             parse(&Method::GET, "/apis/g.io", false),
             Ok(RequestInfo::Group("g.io".into()))
@@ -268,7 +310,10 @@ mod tests {
                 version: "v1".into()
             })
         );
-        assert_eq!(parse(&Method::GET, "/version", false), Ok(RequestInfo::NonResource));
+        assert_eq!(
+            parse(&Method::GET, "/version", false),
+            Ok(RequestInfo::NonResource)
+        );
         assert_eq!(
             parse(&Method::GET, "/api/v1/a/b/c/d", false),
             Err(RequestInfoError::NotFound)

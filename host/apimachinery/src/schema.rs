@@ -44,7 +44,13 @@ pub struct Report {
 
 /// Checks `value` against `schema`, resolving `$ref`s in `defs`. With `prune`, unknown
 /// fields are removed. Nulls in built-in kinds are removed (Go reads them as "unset").
-pub fn check(value: &mut Value, schema: &Value, defs: &Map<String, Value>, flavor: Flavor, prune: bool) -> Report {
+pub fn check(
+    value: &mut Value,
+    schema: &Value,
+    defs: &Map<String, Value>,
+    flavor: Flavor,
+    prune: bool,
+) -> Report {
     let mut c = Checker {
         defs,
         flavor,
@@ -95,18 +101,25 @@ impl<'a> Checker<'a> {
                     None => return s,
                 }
             }
-            if let Some([one]) = s.get("allOf").and_then(Value::as_array).map(Vec::as_slice) {
-                if s.get("type").is_none() && s.get("properties").is_none() {
-                    s = one;
-                    continue;
-                }
+            if let Some([one]) = s.get("allOf").and_then(Value::as_array).map(Vec::as_slice)
+                && s.get("type").is_none()
+                && s.get("properties").is_none()
+            {
+                s = one;
+                continue;
             }
             return s;
         }
         s
     }
 
-    fn type_error(&mut self, path: &str, expected: impl Into<String>, v: &Value, detail: Option<String>) {
+    fn type_error(
+        &mut self,
+        path: &str,
+        expected: impl Into<String>,
+        v: &Value,
+        detail: Option<String>,
+    ) {
         if self.report.type_error.is_none() {
             self.report.type_error = Some(TypeError {
                 path: path.to_owned(),
@@ -149,24 +162,18 @@ impl<'a> Checker<'a> {
                 Value::String(text) => self.check_format(s, text, path, v),
                 other => self.type_error(path, "string", other, None),
             },
-            "integer" => {
-                if !(v.is_i64() || v.is_u64()) {
-                    let go = match s.get("format").and_then(Value::as_str) {
-                        Some("int32") => "int32",
-                        _ => "int64",
-                    };
-                    self.type_error(path, go, v, None);
-                }
+            "integer" if !(v.is_i64() || v.is_u64()) => {
+                let go = match s.get("format").and_then(Value::as_str) {
+                    Some("int32") => "int32",
+                    _ => "int64",
+                };
+                self.type_error(path, go, v, None);
             }
-            "number" => {
-                if !v.is_number() {
-                    self.type_error(path, "float64", v, None);
-                }
+            "number" if !v.is_number() => {
+                self.type_error(path, "float64", v, None);
             }
-            "boolean" => {
-                if !v.is_boolean() {
-                    self.type_error(path, "bool", v, None);
-                }
+            "boolean" if !v.is_boolean() => {
+                self.type_error(path, "bool", v, None);
             }
             _ => {
                 // No type: anything goes (kube's free-form values).
@@ -176,20 +183,34 @@ impl<'a> Checker<'a> {
 
     fn check_format(&mut self, s: &Value, text: &str, path: &str, v: &Value) {
         match s.get("format").and_then(Value::as_str) {
-            Some("byte") => {
-                if base64::engine::general_purpose::STANDARD.decode(text).is_err() {
-                    self.type_error(path, "[]byte", v, Some(format!("illegal base64 data in {path}")));
-                }
+            Some("byte")
+                if base64::engine::general_purpose::STANDARD
+                    .decode(text)
+                    .is_err() =>
+            {
+                self.type_error(
+                    path,
+                    "[]byte",
+                    v,
+                    Some(format!("illegal base64 data in {path}")),
+                );
             }
-            Some("date-time") if self.flavor == Flavor::BuiltIn => {
-                if time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).is_err() {
-                    self.type_error(
-                        path,
-                        "Time",
-                        v,
-                        Some(format!("parsing time {text:?} as \"2006-01-02T15:04:05Z07:00\": cannot parse")),
-                    );
-                }
+            Some("date-time")
+                if self.flavor == Flavor::BuiltIn
+                    && time::OffsetDateTime::parse(
+                        text,
+                        &time::format_description::well_known::Rfc3339,
+                    )
+                    .is_err() =>
+            {
+                self.type_error(
+                    path,
+                    "Time",
+                    v,
+                    Some(format!(
+                        "parsing time {text:?} as \"2006-01-02T15:04:05Z07:00\": cannot parse"
+                    )),
+                );
             }
             _ => {}
         }
@@ -291,11 +312,18 @@ mod tests {
         let mut v = json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","bogus":1,"fieldsV1":{"f:x":{}}},
             "data":{"k":"v"},"bogusField":1,"items":[{"name":"x","zzz":true}]});
         let r = check(&mut v, &root(), &d, Flavor::BuiltIn, true);
-        assert_eq!(r.unknown, vec!["metadata.bogus", "bogusField", "items[0].zzz"]);
+        assert_eq!(
+            r.unknown,
+            vec!["metadata.bogus", "bogusField", "items[0].zzz"]
+        );
         assert!(r.type_error.is_none());
         assert!(v.get("bogusField").is_none());
         assert!(v["metadata"].get("bogus").is_none());
-        assert_eq!(v["metadata"]["fieldsV1"], json!({"f:x":{}}), "opaque objects are kept whole");
+        assert_eq!(
+            v["metadata"]["fieldsV1"],
+            json!({"f:x":{}}),
+            "opaque objects are kept whole"
+        );
     }
 
     #[test]
@@ -307,7 +335,11 @@ mod tests {
             (json!({"n":1.5}), "n", "int32"),
             (json!({"data":[1]}), "data", "map"),
             (json!({"port":true}), "port", "IntOrString"),
-            (json!({"metadata":{"creationTimestamp":"yesterday"}}), "metadata.creationTimestamp", "Time"),
+            (
+                json!({"metadata":{"creationTimestamp":"yesterday"}}),
+                "metadata.creationTimestamp",
+                "Time",
+            ),
             (json!({"binaryData":{"b":"!!"}}), "binaryData.b", "[]byte"),
         ];
         for (mut v, path, expected) in cases {

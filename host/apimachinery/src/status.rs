@@ -147,18 +147,31 @@ impl Status {
 
     /// 404 NotFound for an object.
     pub fn not_found(t: Target<'_>) -> Status {
-        Status::failure(404, "NotFound", format!("{} {:?} not found", t.qualified(), t.name)).with_target(t)
+        Status::failure(
+            404,
+            "NotFound",
+            format!("{} {:?} not found", t.qualified(), t.name),
+        )
+        .with_target(t)
     }
 
     /// 404 NotFound for an unknown path or resource type (`ERR-04`).
     pub fn not_found_path() -> Status {
-        Status::failure(404, "NotFound", "the server could not find the requested resource")
+        Status::failure(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
     }
 
     /// 409 AlreadyExists.
     pub fn already_exists(t: Target<'_>) -> Status {
-        Status::failure(409, "AlreadyExists", format!("{} {:?} already exists", t.qualified(), t.name))
-            .with_target(t)
+        Status::failure(
+            409,
+            "AlreadyExists",
+            format!("{} {:?} already exists", t.qualified(), t.name),
+        )
+        .with_target(t)
     }
 
     /// 409 Conflict (`UPD-01`).
@@ -166,7 +179,11 @@ impl Status {
         Status::failure(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {} {:?}: {detail}", t.qualified(), t.name),
+            format!(
+                "Operation cannot be fulfilled on {} {:?}: {detail}",
+                t.qualified(),
+                t.name
+            ),
         )
         .with_target(t)
     }
@@ -178,14 +195,22 @@ impl Status {
 
     /// 403 Forbidden.
     pub fn forbidden(t: Target<'_>, detail: &str) -> Status {
-        Status::failure(403, "Forbidden", format!("{} {:?} is forbidden: {detail}", t.qualified(), t.name))
-            .with_target(t)
+        Status::failure(
+            403,
+            "Forbidden",
+            format!("{} {:?} is forbidden: {detail}", t.qualified(), t.name),
+        )
+        .with_target(t)
     }
 
     /// 422 Invalid with one cause per field error (`ERR-08`).
     pub fn invalid(kind: &str, group: &str, name: &str, errors: &[FieldError]) -> Status {
         let qualified = crate::validation::qualified_kind(group, kind);
-        let mut s = Status::failure(422, "Invalid", crate::validation::invalid_message(&qualified, name, errors));
+        let mut s = Status::failure(
+            422,
+            "Invalid",
+            crate::validation::invalid_message(&qualified, name, errors),
+        );
         s.details.name = name.into();
         s.details.group = group.into();
         s.details.kind = kind.into();
@@ -223,7 +248,11 @@ impl Status {
 
     /// 500 InternalError with a generic message (details go to logs only).
     pub fn internal() -> Status {
-        Status::failure(500, "InternalError", "Internal error occurred: see the server log")
+        Status::failure(
+            500,
+            "InternalError",
+            "Internal error occurred: see the server log",
+        )
     }
 
     /// JSON bytes.
@@ -251,9 +280,16 @@ mod tests {
                 "details":{"name":"nosuch","kind":"configmaps"},"code":404})
         );
         let c = Status::conflict(
-            Target { group: "example.com", resource: "widgets", name: "w" },
+            Target {
+                group: "example.com",
+                resource: "widgets",
+                name: "w",
+            },
             "the object has been modified; please apply your changes to the latest version and try again",
         );
-        assert!(c.message.starts_with("Operation cannot be fulfilled on widgets.example.com \"w\""));
+        assert!(
+            c.message
+                .starts_with("Operation cannot be fulfilled on widgets.example.com \"w\"")
+        );
     }
 }

@@ -1,1 +1,205 @@
-//! Being written.
+//! # wasmgate-apiserver
+//!
+//! The Kubernetes REST and watch protocol over a [`wasmgate_storage::Store`]: discovery,
+//! OpenAPI, the verbs for built-in types, namespace lifecycle, health, and serving over
+//! HTTPS (HTTP/1.1 and HTTP/2) with client-certificate authentication.
+//!
+//! ## Layout
+//! * [`serve`]: accept loop, TLS, authentication, graceful shutdown.
+//! * `handler`: routing of one request, the single place errors become `Status`.
+//! * `verbs`: one module per Kubernetes verb, plus the shared write path.
+//! * [`registry`]: resource types as data; `builtin`: what the built-in kinds' strategies do.
+//! * `discovery`, `openapi`, `health`, `version`: the non-resource endpoints.
+//! * `namespaces`: the namespace controller (content deletion, then finalization).
+//!
+//! This crate must not depend on a storage engine, wasmtime or tikv-client.
+//!
+//! ## Cancel safety
+//! Dropping a request future (client gone) never leaves a partial write: a write is one
+//! store commit, which either happens or not. A watch ends when its client disconnects,
+//! when `timeoutSeconds` passes, or at shutdown, always with a clean end of stream.
+#![forbid(unsafe_code)]
+
+pub mod authn_x509;
+mod body;
+mod builtin;
+mod discovery;
+mod error;
+mod handler;
+mod health;
+mod namespaces;
+mod object;
+mod openapi;
+pub mod registry;
+pub mod serve;
+mod verbs;
+mod version;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::{Semaphore, watch};
+use wasmgate_storage::Store;
+
+pub use body::Body;
+pub use version::GIT_VERSION;
+
+/// Tuning of the API server. Plain data: tests build it in code.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// How often a watch that allows bookmarks gets one.
+    pub bookmark_interval: Duration,
+    /// Watches without `timeoutSeconds` end after a random time in [1x, 2x) of this.
+    pub min_request_timeout: Duration,
+    /// Largest accepted request body (413 above).
+    pub max_request_body_bytes: usize,
+    /// Most non-watch requests served at once (429 above).
+    pub max_in_flight: usize,
+    /// How long a `NotOlderThan` read waits for a newer revision before 504.
+    pub resource_version_wait: Duration,
+    /// How often compaction runs.
+    pub compaction_interval: Duration,
+    /// How much history compaction keeps (`STORE-02`: at least 5 minutes).
+    pub history_retention: Duration,
+    /// The address `/api` reports in `serverAddressByClientCIDRs`.
+    pub advertise_address: String,
+    /// How long the namespace controller waits before re-checking a terminating namespace
+    /// whose content is held by finalizers.
+    pub namespace_resync: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            bookmark_interval: Duration::from_secs(60),
+            min_request_timeout: Duration::from_secs(1800),
+            max_request_body_bytes: 3 * 1024 * 1024,
+            max_in_flight: 1000,
+            resource_version_wait: Duration::from_secs(3),
+            compaction_interval: Duration::from_secs(60),
+            history_retention: Duration::from_secs(300),
+            advertise_address: "127.0.0.1:6443".into(),
+            namespace_resync: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Who a request comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// User name.
+    pub name: String,
+    /// Groups.
+    pub groups: Vec<String>,
+}
+
+/// The API server. Cheap to clone.
+#[derive(Clone)]
+pub struct ApiServer {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Store,
+    pub(crate) registry: registry::Registry,
+    pub(crate) options: Options,
+    /// OpenAPI documents of the current catalog generation, built on first use.
+    pub(crate) openapi: std::sync::Mutex<Option<Arc<openapi::Documents>>>,
+    /// `true` once shutdown began: watches end, readyz fails.
+    pub(crate) shutdown: watch::Sender<bool>,
+    /// Whether the bootstrap namespaces exist.
+    pub(crate) bootstrapped: AtomicBool,
+    /// Bounds concurrent non-watch requests; a request that finds it empty gets 429.
+    pub(crate) in_flight: Semaphore,
+}
+
+impl ApiServer {
+    /// Builds the server over `store`: registers the built-in types, creates the
+    /// bootstrap namespaces, and starts the namespace controller and the compactor
+    /// (needs a tokio runtime).
+    pub async fn new(store: Store, options: Options) -> Result<ApiServer, ApiServerError> {
+        let inner = Arc::new(Inner {
+            store,
+            registry: registry::Registry::new(registry::builtin_types()),
+            in_flight: Semaphore::new(options.max_in_flight.max(1)),
+            options,
+            openapi: std::sync::Mutex::new(None),
+            shutdown: watch::Sender::new(false),
+            bootstrapped: AtomicBool::new(false),
+        });
+        namespaces::bootstrap(&inner)
+            .await
+            .map_err(ApiServerError::Bootstrap)?;
+        inner.bootstrapped.store(true, Ordering::Release);
+        tokio::spawn(namespaces::run(Arc::downgrade(&inner)));
+        tokio::spawn(compactor(Arc::downgrade(&inner)));
+        Ok(ApiServer { inner })
+    }
+
+    /// Handles one request (the service behind [`serve::serve`]; tests call it directly).
+    pub async fn handle<B>(&self, req: http::Request<B>, user: Option<User>) -> http::Response<Body>
+    where
+        B: http_body::Body<Data = Bytes> + Send + Unpin,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        handler::handle(&self.inner, req, user).await
+    }
+
+    /// Starts shutting down: readyz fails and every watch ends cleanly.
+    pub fn begin_shutdown(&self) {
+        self.inner.shutdown.send_replace(true);
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiServerError {
+    /// Creating the bootstrap namespaces failed.
+    #[error("creating the bootstrap namespaces failed: {0}")]
+    Bootstrap(String),
+}
+
+/// Compacts history older than the retention period, periodically (`STORE-02`).
+async fn compactor(inner: std::sync::Weak<Inner>) {
+    let mut samples: std::collections::VecDeque<(tokio::time::Instant, u64)> = Default::default();
+    loop {
+        let Some(i) = inner.upgrade() else { return };
+        let interval = i.options.compaction_interval;
+        let retention = i.options.history_retention;
+        let now = tokio::time::Instant::now();
+        samples.push_back((now, i.store.revision()));
+        let mut target = None;
+        while let Some(&(t, rev)) = samples.front() {
+            if now.duration_since(t) >= retention {
+                target = Some(rev);
+                samples.pop_front();
+            } else {
+                break;
+            }
+        }
+        if let Some(rev) = target
+            && rev > i.store.compacted()
+        {
+            if let Err(e) = i.store.compact(rev).await {
+                tracing::warn!(error = %error::error_chain(&e), "compaction failed");
+            } else {
+                tracing::debug!(revision = rev, "compacted");
+            }
+        }
+        let shutdown = i.shutdown.subscribe();
+        drop(i);
+        let mut shutdown = shutdown;
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+    }
+}

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use redb::{Database, ReadableDatabase, ReadOnlyTable, TableDefinition};
+use redb::{Database, ReadOnlyTable, ReadableDatabase, TableDefinition};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use wasmgate_storage::engine::KeyValue;
 use wasmgate_storage::{Engine, EngineError, Snapshot, Transaction};
@@ -117,7 +117,10 @@ struct RedbSnapshot {
     table: ReadOnlyTable<&'static [u8], &'static [u8]>,
 }
 
-fn get(table: &ReadOnlyTable<&'static [u8], &'static [u8]>, key: &[u8]) -> Result<Option<Bytes>, EngineError> {
+fn get(
+    table: &ReadOnlyTable<&'static [u8], &'static [u8]>,
+    key: &[u8],
+) -> Result<Option<Bytes>, EngineError> {
     Ok(table
         .get(key)
         .map_err(EngineError::other)?
@@ -134,9 +137,15 @@ fn scan(
         return Ok(Vec::new());
     }
     let mut out = Vec::with_capacity(limit.min(1024));
-    for item in table.range::<&[u8]>(start..end).map_err(EngineError::other)? {
+    for item in table
+        .range::<&[u8]>(start..end)
+        .map_err(EngineError::other)?
+    {
         let (k, v) = item.map_err(EngineError::other)?;
-        out.push((Bytes::copy_from_slice(k.value()), Bytes::copy_from_slice(v.value())));
+        out.push((
+            Bytes::copy_from_slice(k.value()),
+            Bytes::copy_from_slice(v.value()),
+        ));
         if out.len() >= limit {
             break;
         }
@@ -150,7 +159,12 @@ impl Snapshot for RedbSnapshot {
         get(&self.table, key)
     }
 
-    async fn scan(&self, start: &[u8], end: &[u8], limit: usize) -> Result<Vec<KeyValue>, EngineError> {
+    async fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: usize,
+    ) -> Result<Vec<KeyValue>, EngineError> {
         scan(&self.table, start, end, limit.max(1))
     }
 }
@@ -206,7 +220,8 @@ fn apply(db: &Database, writes: BTreeMap<Vec<u8>, Option<Bytes>>) -> Result<(), 
         for (k, v) in &writes {
             match v {
                 Some(v) => {
-                    t.insert(k.as_slice(), v.as_ref()).map_err(EngineError::other)?;
+                    t.insert(k.as_slice(), v.as_ref())
+                        .map_err(EngineError::other)?;
                 }
                 None => {
                     t.remove(k.as_slice()).map_err(EngineError::other)?;
@@ -216,7 +231,8 @@ fn apply(db: &Database, writes: BTreeMap<Vec<u8>, Option<Bytes>>) -> Result<(), 
     }
     // An error from commit itself may come after data reached the disk (e.g. a failed
     // fsync): the outcome is unknown, and the store reads back to find out.
-    w.commit().map_err(|e| EngineError::Undetermined(Box::new(e)))
+    w.commit()
+        .map_err(|e| EngineError::Undetermined(Box::new(e)))
 }
 
 #[async_trait::async_trait]

@@ -110,7 +110,10 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
                     keys::version(&w.key, next),
                     keys::encode_version(keys::TAG_PUT, &value),
                 );
-                txn.put(keys::log(next), keys::encode_log(keys::TAG_PUT, prev_rev, &w.key));
+                txn.put(
+                    keys::log(next),
+                    keys::encode_log(keys::TAG_PUT, prev_rev, &w.key),
+                );
                 overlay.insert(
                     &w.key,
                     Some(Versioned {
@@ -159,7 +162,9 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "undetermined commit could not be resolved");
-                    return Err(StorageError::Undetermined(EngineError::Undetermined(source)));
+                    return Err(StorageError::Undetermined(EngineError::Undetermined(
+                        source,
+                    )));
                 }
             }
         }
@@ -190,12 +195,7 @@ async fn read_current(txn: &mut dyn Transaction, key: &str) -> Result<Option<Ver
     }
 }
 
-fn check(
-    key: &str,
-    pre: Precondition,
-    op: &WriteOp,
-    current: Option<&Versioned>,
-) -> Result<()> {
+fn check(key: &str, pre: Precondition, op: &WriteOp, current: Option<&Versioned>) -> Result<()> {
     let not_found = || StorageError::NotFound {
         key: key.to_owned(),
     };
@@ -267,8 +267,10 @@ pub(crate) async fn compact(shared: &Shared, target: Revision) -> Result<()> {
         };
         let mut txn = shared.engine.begin().await?;
         // Only one compaction moves the horizon: re-check it inside the transaction.
-        let now_done =
-            keys::decode_u64(keys::META_COMPACTED, txn.get(keys::META_COMPACTED).await?.as_ref())?;
+        let now_done = keys::decode_u64(
+            keys::META_COMPACTED,
+            txn.get(keys::META_COMPACTED).await?.as_ref(),
+        )?;
         if now_done != done {
             continue;
         }
@@ -301,9 +303,9 @@ pub(crate) async fn compact(shared: &Shared, target: Revision) -> Result<()> {
 /// of the same kind, with the source kept for the first one's logs.
 fn clone_error(e: &StorageError) -> StorageError {
     match e {
-        StorageError::Undetermined(_) => StorageError::Undetermined(EngineError::Undetermined(
-            "see the committer log".into(),
-        )),
+        StorageError::Undetermined(_) => {
+            StorageError::Undetermined(EngineError::Undetermined("see the committer log".into()))
+        }
         StorageError::Closed => StorageError::Closed,
         StorageError::Corrupt { key, detail } => StorageError::Corrupt {
             key: key.clone(),

@@ -38,8 +38,12 @@ pub trait Snapshot: Send + Sync {
 
     /// Up to `limit` pairs with `start <= key < end`, in ascending key order.
     /// `limit` is at least 1.
-    async fn scan(&self, start: &[u8], end: &[u8], limit: usize)
-    -> Result<Vec<KeyValue>, EngineError>;
+    async fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: usize,
+    ) -> Result<Vec<KeyValue>, EngineError>;
 }
 
 /// A read-write transaction. Dropping it without committing rolls it back.

@@ -302,10 +302,28 @@ impl Store {
         let current = read_u64(snap.as_ref(), keys::META_REV).await?;
         let limit = if limit == 0 { usize::MAX } else { limit };
         match at {
-            ReadAt::Latest => list_latest(snap.as_ref(), current, prefix, start_after, limit, count_remaining).await,
+            ReadAt::Latest => {
+                list_latest(
+                    snap.as_ref(),
+                    current,
+                    prefix,
+                    start_after,
+                    limit,
+                    count_remaining,
+                )
+                .await
+            }
             ReadAt::Exact(rev) => {
                 check_exact(snap.as_ref(), rev, current).await?;
-                list_exact(snap.as_ref(), rev, prefix, start_after, limit, count_remaining).await
+                list_exact(
+                    snap.as_ref(),
+                    rev,
+                    prefix,
+                    start_after,
+                    limit,
+                    count_remaining,
+                )
+                .await
             }
         }
     }
@@ -392,7 +410,11 @@ async fn list_latest(
             if items.len() < limit {
                 let key = keys::object_key_of_current(&k)?.to_owned();
                 let (revision, value) = keys::decode_current(&k, &raw)?;
-                items.push(Versioned { key, revision, value });
+                items.push(Versioned {
+                    key,
+                    revision,
+                    value,
+                });
             } else {
                 more = true;
                 remaining += 1;
@@ -485,6 +507,9 @@ mod tests {
         let v = Value::with_revision_slot(&b"{\"rv\":\"\"}"[..], 7);
         assert_eq!(&v.render(42)[..], b"{\"rv\":\"42\"}");
         assert_eq!(&Value::new(&b"x"[..]).render(3)[..], b"x");
-        assert_eq!(&Value::with_revision_slot(&b"ab"[..], 99).render(1)[..], b"ab1");
+        assert_eq!(
+            &Value::with_revision_slot(&b"ab"[..], 99).render(1)[..],
+            b"ab1"
+        );
     }
 }

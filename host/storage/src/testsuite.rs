@@ -10,7 +10,10 @@
 //! Each case becomes one `#[tokio::test]`. A factory that cannot run here (TiKV without
 //! PD endpoints) returns `Err(reason)` from [`EngineFactory::available`]; its cases print
 //! `skipped: <reason>` and pass without checking anything.
-#![allow(clippy::unwrap_used, reason = "test code: a failed expectation is a panic")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed expectation is a panic"
+)]
 #![allow(missing_docs, reason = "test cases are named after what they check")]
 
 use std::path::{Path, PathBuf};
@@ -20,8 +23,8 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::{
-    Engine, EngineError, EventKind, Precondition, ReadAt, StorageError, Store, StoreOptions,
-    Value, Write, WriteOp, keys,
+    Engine, EngineError, EventKind, Precondition, ReadAt, StorageError, Store, StoreOptions, Value,
+    Write, WriteOp, keys,
 };
 
 /// Opens engines for the suites.
@@ -273,7 +276,10 @@ pub mod cases {
             t.await.unwrap();
         }
         let n = keys::decode_u64(b"ctr", get(e.as_ref(), b"ctr").await.as_ref()).unwrap();
-        assert_eq!(n, 100, "read-modify-write transactions must not lose updates");
+        assert_eq!(
+            n, 100,
+            "read-modify-write transactions must not lose updates"
+        );
     }
 
     pub async fn engine_commits_survive_reopen(f: &dyn EngineFactory) {
@@ -287,7 +293,10 @@ pub mod cases {
             commit_puts(e.as_ref(), &[(b"durable", b"yes")]).await;
         }
         let e = f.open(place.path()).await;
-        assert_eq!(get(e.as_ref(), b"durable").await.as_deref(), Some(&b"yes"[..]));
+        assert_eq!(
+            get(e.as_ref(), b"durable").await.as_deref(),
+            Some(&b"yes"[..])
+        );
     }
 
     // ---- store ----
@@ -349,9 +358,15 @@ pub mod cases {
     pub async fn store_create_update_delete_preconditions(f: &dyn EngineFactory) {
         let place = Place::new();
         let s = open_store(f, &place, StoreOptions::default()).await;
-        let c1 = s.write(put("g/r/ns/a", "1", Precondition::Absent)).await.unwrap();
+        let c1 = s
+            .write(put("g/r/ns/a", "1", Precondition::Absent))
+            .await
+            .unwrap();
         assert!(c1.prev.is_none());
-        let err = s.write(put("g/r/ns/a", "x", Precondition::Absent)).await.unwrap_err();
+        let err = s
+            .write(put("g/r/ns/a", "x", Precondition::Absent))
+            .await
+            .unwrap_err();
         assert!(matches!(err, StorageError::AlreadyExists { .. }), "{err}");
         let c2 = s
             .write(put("g/r/ns/a", "2", Precondition::Revision(c1.revision)))
@@ -371,7 +386,10 @@ pub mod cases {
             .await
             .unwrap_err();
         assert!(matches!(err, StorageError::NotFound { .. }), "{err}");
-        let err = s.write(del("g/r/ns/missing", Precondition::None)).await.unwrap_err();
+        let err = s
+            .write(del("g/r/ns/missing", Precondition::None))
+            .await
+            .unwrap_err();
         assert!(matches!(err, StorageError::NotFound { .. }), "{err}");
         let err = s
             .write(del("g/r/ns/a", Precondition::Revision(c1.revision)))
@@ -401,14 +419,26 @@ pub mod cases {
     pub async fn store_get_at_past_revisions(f: &dyn EngineFactory) {
         let place = Place::new();
         let s = open_store(f, &place, StoreOptions::default()).await;
-        let r1 = s.write(put("g/r/ns/a", "v1", Precondition::Absent)).await.unwrap().revision;
-        let other = s.write(put("g/r/ns/b", "x", Precondition::Absent)).await.unwrap().revision;
+        let r1 = s
+            .write(put("g/r/ns/a", "v1", Precondition::Absent))
+            .await
+            .unwrap()
+            .revision;
+        let other = s
+            .write(put("g/r/ns/b", "x", Precondition::Absent))
+            .await
+            .unwrap()
+            .revision;
         let r2 = s
             .write(put("g/r/ns/a", "v2", Precondition::Revision(r1)))
             .await
             .unwrap()
             .revision;
-        let r3 = s.write(del("g/r/ns/a", Precondition::None)).await.unwrap().revision;
+        let r3 = s
+            .write(del("g/r/ns/a", Precondition::None))
+            .await
+            .unwrap()
+            .revision;
         let at = |rev| {
             let s = s.clone();
             async move {
@@ -437,22 +467,41 @@ pub mod cases {
                 .await
                 .unwrap();
         }
-        s.write(put("g/r/ns10/x", "v", Precondition::Absent)).await.unwrap();
-        s.write(put("g/other/ns1/x", "v", Precondition::Absent)).await.unwrap();
-        let first = s.list("g/r/ns1/", ReadAt::Latest, None, 10, true).await.unwrap();
+        s.write(put("g/r/ns10/x", "v", Precondition::Absent))
+            .await
+            .unwrap();
+        s.write(put("g/other/ns1/x", "v", Precondition::Absent))
+            .await
+            .unwrap();
+        let first = s
+            .list("g/r/ns1/", ReadAt::Latest, None, 10, true)
+            .await
+            .unwrap();
         assert_eq!(first.items.len(), 10);
         assert!(first.more);
         assert_eq!(first.remaining, Some(15));
         assert_eq!(first.items[0].key, "g/r/ns1/o00");
         // Changes after the first page must not show in later pages.
-        s.write(put("g/r/ns1/o15", "changed", Precondition::None)).await.unwrap();
-        s.write(put("g/r/ns1/o99", "new", Precondition::Absent)).await.unwrap();
-        s.write(del("g/r/ns1/o20", Precondition::None)).await.unwrap();
+        s.write(put("g/r/ns1/o15", "changed", Precondition::None))
+            .await
+            .unwrap();
+        s.write(put("g/r/ns1/o99", "new", Precondition::Absent))
+            .await
+            .unwrap();
+        s.write(del("g/r/ns1/o20", Precondition::None))
+            .await
+            .unwrap();
         let mut keys: Vec<String> = first.items.iter().map(|v| v.key.clone()).collect();
         let mut after = first.items.last().unwrap().key.clone();
         loop {
             let page = s
-                .list("g/r/ns1/", ReadAt::Exact(first.revision), Some(&after), 10, true)
+                .list(
+                    "g/r/ns1/",
+                    ReadAt::Exact(first.revision),
+                    Some(&after),
+                    10,
+                    true,
+                )
                 .await
                 .unwrap();
             assert_eq!(page.revision, first.revision);
@@ -469,14 +518,26 @@ pub mod cases {
         let want: Vec<String> = (0..25).map(|i| format!("g/r/ns1/o{i:02}")).collect();
         assert_eq!(keys, want);
         // Latest sees the changes; all-namespaces prefix sees both namespaces.
-        let latest = s.list("g/r/ns1/", ReadAt::Latest, None, 0, false).await.unwrap();
+        let latest = s
+            .list("g/r/ns1/", ReadAt::Latest, None, 0, false)
+            .await
+            .unwrap();
         assert_eq!(latest.items.len(), 25);
         assert!(!latest.more);
-        let all = s.list("g/r/", ReadAt::Latest, None, 0, false).await.unwrap();
+        let all = s
+            .list("g/r/", ReadAt::Latest, None, 0, false)
+            .await
+            .unwrap();
         assert_eq!(all.items.len(), 26);
-        let page = s.list("g/r/", ReadAt::Latest, Some("g/r/ns1/o98"), 5, false).await.unwrap();
+        let page = s
+            .list("g/r/", ReadAt::Latest, Some("g/r/ns1/o98"), 5, false)
+            .await
+            .unwrap();
         assert_eq!(
-            page.items.iter().map(|v| v.key.as_str()).collect::<Vec<_>>(),
+            page.items
+                .iter()
+                .map(|v| v.key.as_str())
+                .collect::<Vec<_>>(),
             vec!["g/r/ns1/o99", "g/r/ns10/x"]
         );
         assert!(!page.more);
@@ -485,38 +546,64 @@ pub mod cases {
     pub async fn store_list_exact_sees_past_state(f: &dyn EngineFactory) {
         let place = Place::new();
         let s = open_store(f, &place, StoreOptions::default()).await;
-        let a = s.write(put("g/r/n/a", "a1", Precondition::Absent)).await.unwrap().revision;
-        s.write(put("g/r/n/b", "b1", Precondition::Absent)).await.unwrap();
+        let a = s
+            .write(put("g/r/n/a", "a1", Precondition::Absent))
+            .await
+            .unwrap()
+            .revision;
+        s.write(put("g/r/n/b", "b1", Precondition::Absent))
+            .await
+            .unwrap();
         let snap = s.revision();
-        s.write(put("g/r/n/a", "a2", Precondition::Revision(a))).await.unwrap();
+        s.write(put("g/r/n/a", "a2", Precondition::Revision(a)))
+            .await
+            .unwrap();
         s.write(del("g/r/n/b", Precondition::None)).await.unwrap();
-        s.write(put("g/r/n/c", "c1", Precondition::Absent)).await.unwrap();
-        let old = s.list("g/r/n/", ReadAt::Exact(snap), None, 0, false).await.unwrap();
+        s.write(put("g/r/n/c", "c1", Precondition::Absent))
+            .await
+            .unwrap();
+        let old = s
+            .list("g/r/n/", ReadAt::Exact(snap), None, 0, false)
+            .await
+            .unwrap();
         let got: Vec<(&str, &[u8])> = old
             .items
             .iter()
             .map(|v| (v.key.as_str(), v.value.as_ref()))
             .collect();
         assert_eq!(got, vec![("g/r/n/a", &b"a1"[..]), ("g/r/n/b", &b"b1"[..])]);
-        let now = s.list("g/r/n/", ReadAt::Latest, None, 0, false).await.unwrap();
+        let now = s
+            .list("g/r/n/", ReadAt::Latest, None, 0, false)
+            .await
+            .unwrap();
         let got: Vec<(&str, &[u8])> = now
             .items
             .iter()
             .map(|v| (v.key.as_str(), v.value.as_ref()))
             .collect();
         assert_eq!(got, vec![("g/r/n/a", &b"a2"[..]), ("g/r/n/c", &b"c1"[..])]);
-        let exact_now = s.list("g/r/n/", ReadAt::Exact(now.revision), None, 0, false).await.unwrap();
+        let exact_now = s
+            .list("g/r/n/", ReadAt::Exact(now.revision), None, 0, false)
+            .await
+            .unwrap();
         assert_eq!(exact_now.items, now.items);
     }
 
     pub async fn store_future_revision_is_refused(f: &dyn EngineFactory) {
         let place = Place::new();
         let s = open_store(f, &place, StoreOptions::default()).await;
-        s.write(put("g/r/n/a", "1", Precondition::Absent)).await.unwrap();
+        s.write(put("g/r/n/a", "1", Precondition::Absent))
+            .await
+            .unwrap();
         let cur = s.revision();
         let err = s.get("g/r/n/a", ReadAt::Exact(cur + 5)).await.unwrap_err();
-        assert!(matches!(err, StorageError::FutureRevision { requested, current } if requested == cur + 5 && current == cur));
-        let err = s.list("g/r/", ReadAt::Exact(cur + 1), None, 0, false).await.unwrap_err();
+        assert!(
+            matches!(err, StorageError::FutureRevision { requested, current } if requested == cur + 5 && current == cur)
+        );
+        let err = s
+            .list("g/r/", ReadAt::Exact(cur + 1), None, 0, false)
+            .await
+            .unwrap_err();
         assert!(matches!(err, StorageError::FutureRevision { .. }));
         assert!(!s.wait_for(cur + 1, Duration::from_millis(20)).await);
         assert!(s.wait_for(cur, Duration::from_millis(20)).await);
@@ -525,34 +612,62 @@ pub mod cases {
     pub async fn store_watch_delivers_every_event_once_in_order(f: &dyn EngineFactory) {
         let place = Place::new();
         let s = open_store(f, &place, StoreOptions::default()).await;
-        let start = s.write(put("g/r/n/before", "x", Precondition::Absent)).await.unwrap().revision;
+        let start = s
+            .write(put("g/r/n/before", "x", Precondition::Absent))
+            .await
+            .unwrap()
+            .revision;
         let mut w = s.watch("g/r/n/", start).unwrap();
         let mut other = s.watch("g/other/", start).unwrap();
-        let c = s.write(put("g/r/n/a", "1", Precondition::Absent)).await.unwrap();
-        s.write(put("g/other/n/z", "z", Precondition::Absent)).await.unwrap();
-        s.write(put("g/r/n/a", "2", Precondition::Revision(c.revision))).await.unwrap();
+        let c = s
+            .write(put("g/r/n/a", "1", Precondition::Absent))
+            .await
+            .unwrap();
+        s.write(put("g/other/n/z", "z", Precondition::Absent))
+            .await
+            .unwrap();
+        s.write(put("g/r/n/a", "2", Precondition::Revision(c.revision)))
+            .await
+            .unwrap();
         s.write(del("g/r/n/a", Precondition::None)).await.unwrap();
         let mut got = Vec::new();
         for _ in 0..3 {
-            let ev = tokio::time::timeout(Duration::from_secs(5), w.next()).await.unwrap().unwrap();
-            got.push((ev.kind, ev.value.clone(), ev.prev.as_ref().map(|p| p.value.clone())));
+            let ev = tokio::time::timeout(Duration::from_secs(5), w.next())
+                .await
+                .unwrap()
+                .unwrap();
+            got.push((
+                ev.kind,
+                ev.value.clone(),
+                ev.prev.as_ref().map(|p| p.value.clone()),
+            ));
         }
         assert_eq!(
             got,
             vec![
                 (EventKind::Put, Bytes::from("1"), None),
                 (EventKind::Put, Bytes::from("2"), Some(Bytes::from("1"))),
-                (EventKind::Delete, Bytes::from("deleted"), Some(Bytes::from("2"))),
+                (
+                    EventKind::Delete,
+                    Bytes::from("deleted"),
+                    Some(Bytes::from("2"))
+                ),
             ]
         );
         let ev = other.next().await.unwrap();
         assert_eq!(ev.key, "g/other/n/z");
-        assert!(w.try_next().await.unwrap().is_none(), "nothing else for this prefix");
+        assert!(
+            w.try_next().await.unwrap().is_none(),
+            "nothing else for this prefix"
+        );
         assert_eq!(w.progress(), s.revision());
         // A watch from an older revision replays the same events.
         let mut again = s.watch("g/r/n/", start).unwrap();
         let first = again.next().await.unwrap();
-        assert_eq!((first.key.as_str(), first.revision), ("g/r/n/a", c.revision));
+        assert_eq!(
+            (first.key.as_str(), first.revision),
+            ("g/r/n/a", c.revision)
+        );
     }
 
     pub async fn store_watch_concurrent_writers_no_gap_no_duplicate(f: &dyn EngineFactory) {
@@ -615,14 +730,21 @@ pub mod cases {
             } else {
                 Precondition::Revision(prev)
             };
-            prev = s.write(put("g/r/n/k", &format!("v{i}"), pre)).await.unwrap().revision;
+            prev = s
+                .write(put("g/r/n/k", &format!("v{i}"), pre))
+                .await
+                .unwrap()
+                .revision;
         }
         let mut w = s.watch("g/r/", 0).unwrap();
         for i in 0..100 {
             let ev = w.next().await.unwrap();
             assert_eq!(ev.value, Bytes::from(format!("v{i}")));
             if i > 0 {
-                assert_eq!(ev.prev.as_ref().unwrap().value, Bytes::from(format!("v{}", i - 1)));
+                assert_eq!(
+                    ev.prev.as_ref().unwrap().value,
+                    Bytes::from(format!("v{}", i - 1))
+                );
             }
         }
         assert_eq!(w.progress(), prev);
@@ -642,33 +764,62 @@ pub mod cases {
         )
         .await
         .unwrap();
-        let mut prev = s.write(put("g/r/n/a", "a0", Precondition::Absent)).await.unwrap().revision;
+        let mut prev = s
+            .write(put("g/r/n/a", "a0", Precondition::Absent))
+            .await
+            .unwrap()
+            .revision;
         for i in 1..10 {
             prev = s
-                .write(put("g/r/n/a", &format!("a{i}"), Precondition::Revision(prev)))
+                .write(put(
+                    "g/r/n/a",
+                    &format!("a{i}"),
+                    Precondition::Revision(prev),
+                ))
                 .await
                 .unwrap()
                 .revision;
         }
-        s.write(put("g/r/n/gone", "x", Precondition::Absent)).await.unwrap();
-        s.write(del("g/r/n/gone", Precondition::None)).await.unwrap();
+        s.write(put("g/r/n/gone", "x", Precondition::Absent))
+            .await
+            .unwrap();
+        s.write(del("g/r/n/gone", Precondition::None))
+            .await
+            .unwrap();
         let horizon = s.revision();
-        s.write(put("g/r/n/b", "b", Precondition::Absent)).await.unwrap();
+        s.write(put("g/r/n/b", "b", Precondition::Absent))
+            .await
+            .unwrap();
         let mut early = s.watch("g/r/", 2).unwrap();
         s.compact(horizon).await.unwrap();
         assert_eq!(s.compacted(), horizon);
-        let err = s.get("g/r/n/a", ReadAt::Exact(horizon - 1)).await.unwrap_err();
+        let err = s
+            .get("g/r/n/a", ReadAt::Exact(horizon - 1))
+            .await
+            .unwrap_err();
         assert!(matches!(err, StorageError::Compacted { .. }), "{err}");
-        let err = s.list("g/r/", ReadAt::Exact(3), None, 0, false).await.unwrap_err();
+        let err = s
+            .list("g/r/", ReadAt::Exact(3), None, 0, false)
+            .await
+            .unwrap_err();
         assert!(matches!(err, StorageError::Compacted { .. }), "{err}");
-        assert!(matches!(s.watch("g/r/", horizon - 1), Err(StorageError::Compacted { .. })));
+        assert!(matches!(
+            s.watch("g/r/", horizon - 1),
+            Err(StorageError::Compacted { .. })
+        ));
         let err = early.next().await.unwrap_err();
         assert!(matches!(err, StorageError::Compacted { .. }), "{err}");
         // State at and after the horizon is intact.
-        let at = s.list("g/r/", ReadAt::Exact(horizon), None, 0, false).await.unwrap();
+        let at = s
+            .list("g/r/", ReadAt::Exact(horizon), None, 0, false)
+            .await
+            .unwrap();
         assert_eq!(at.items.len(), 1);
         assert_eq!(at.items[0].value, Bytes::from("a9"));
-        let latest = s.list("g/r/", ReadAt::Latest, None, 0, false).await.unwrap();
+        let latest = s
+            .list("g/r/", ReadAt::Latest, None, 0, false)
+            .await
+            .unwrap();
         assert_eq!(latest.items.len(), 2);
         let mut w = s.watch("g/r/", horizon).unwrap();
         assert_eq!(w.next().await.unwrap().key, "g/r/n/b");
@@ -692,7 +843,8 @@ pub mod cases {
         for i in 0..256 {
             let s = s.clone();
             tasks.push(tokio::spawn(async move {
-                s.write(put(&format!("g/r/n/{i}"), "v", Precondition::Absent)).await
+                s.write(put(&format!("g/r/n/{i}"), "v", Precondition::Absent))
+                    .await
             }));
         }
         for t in tasks {
@@ -709,8 +861,14 @@ pub mod cases {
         let mut tasks = Vec::new();
         for i in 0..64 {
             let s = s.clone();
-            let key = if i % 2 == 0 { format!("g/r/n/{i}") } else { format!("g/r/m/{i}") };
-            tasks.push(tokio::spawn(async move { s.write(put(&key, "v", Precondition::Absent)).await }));
+            let key = if i % 2 == 0 {
+                format!("g/r/n/{i}")
+            } else {
+                format!("g/r/m/{i}")
+            };
+            tasks.push(tokio::spawn(async move {
+                s.write(put(&key, "v", Precondition::Absent)).await
+            }));
         }
         let mut ok = 0;
         for t in tasks {
@@ -731,15 +889,24 @@ pub mod cases {
         let place = Place::new();
         let (rev, first) = {
             let s = open_store(f, &place, StoreOptions::default()).await;
-            let first = s.write(put("g/r/n/a", "1", Precondition::Absent)).await.unwrap().revision;
-            s.write(put("g/r/n/b", "2", Precondition::Absent)).await.unwrap();
+            let first = s
+                .write(put("g/r/n/a", "1", Precondition::Absent))
+                .await
+                .unwrap()
+                .revision;
+            s.write(put("g/r/n/b", "2", Precondition::Absent))
+                .await
+                .unwrap();
             (s.revision(), first)
         };
         // Let the committer task of the dropped store wind down and release the engine.
         tokio::time::sleep(Duration::from_millis(50)).await;
         let s = open_store(f, &place, StoreOptions::default()).await;
         assert_eq!(s.revision(), rev);
-        let c = s.write(put("g/r/n/c", "3", Precondition::Absent)).await.unwrap();
+        let c = s
+            .write(put("g/r/n/c", "3", Precondition::Absent))
+            .await
+            .unwrap();
         assert_eq!(c.revision, rev + 1);
         let mut w = s.watch("g/r/", first - 1).unwrap();
         let keys_seen: Vec<String> = {

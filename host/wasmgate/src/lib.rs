@@ -1,1 +1,152 @@
-//! Being written.
+//! # wasmgate
+//!
+//! Wiring: [`Gateway::start`] turns a [`Config`] into a running gateway (engine → store →
+//! API server → PKI → listeners), and `main.rs` turns files, environment and flags into a
+//! `Config`. Tests start gateways through the same function.
+//!
+//! ## Layout
+//! * [`config`]: the configuration types.
+//! * [`pki`]: CA, serving and admin certificates, the admin kubeconfig.
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod pki;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use wasmgate_apiserver::serve::{ServeOptions, serve};
+use wasmgate_apiserver::{ApiServer, User};
+use wasmgate_storage::{Engine, Store, StoreOptions};
+use wasmgate_storage_embedded::EmbeddedEngine;
+
+pub use config::Config;
+
+/// A running gateway.
+pub struct Gateway {
+    /// The HTTPS address it listens on.
+    pub https_addr: SocketAddr,
+    /// The plain-HTTP address, if enabled.
+    pub insecure_addr: Option<SocketAddr>,
+    /// The admin kubeconfig.
+    pub kubeconfig: PathBuf,
+    stop: Vec<oneshot::Sender<()>>,
+    tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Gateway {
+    /// Opens the store, builds the API server, ensures the PKI, binds the listeners,
+    /// writes the admin kubeconfig, and starts serving. When this returns, the gateway
+    /// answers requests.
+    pub async fn start(config: &Config) -> anyhow::Result<Gateway> {
+        std::fs::create_dir_all(&config.data_dir)
+            .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
+        let engine: Arc<dyn Engine> = match &config.storage {
+            config::StorageConfig::Embedded { cache_mib } => {
+                let path = config.data_dir.join("store.redb");
+                let cfg = wasmgate_storage_embedded::Config {
+                    path: path.clone(),
+                    cache_mib: *cache_mib,
+                };
+                Arc::new(EmbeddedEngine::open(&cfg).with_context(|| {
+                    format!(
+                        "opening {} (is another wasmgate using this data directory?)",
+                        path.display()
+                    )
+                })?)
+            }
+            config::StorageConfig::Memory => Arc::new(EmbeddedEngine::in_memory()?),
+        };
+        let store = Store::open(engine, StoreOptions::default())
+            .await
+            .context("opening the store")?;
+
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("binding {}", config.listen))?;
+        let https_addr = listener.local_addr()?;
+        let client_host = match https_addr.ip() {
+            ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_owned(),
+            ip if ip.is_unspecified() => "[::1]".to_owned(),
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+            ip => ip.to_string(),
+        };
+        let advertise = format!("{client_host}:{}", https_addr.port());
+        let options = config.limits.api_options(&advertise);
+        let server = ApiServer::new(store, options).await?;
+
+        let mut sans = config.tls_sans.clone();
+        if !https_addr.ip().is_unspecified() {
+            sans.push(https_addr.ip().to_string());
+        }
+        let pki = pki::load_or_create(&config.data_dir.join("pki"), &sans)?;
+        let tls = Arc::new(pki::server_tls_config(&pki)?);
+        let kubeconfig = config.data_dir.join("admin.kubeconfig");
+        pki::write_kubeconfig(&kubeconfig, &format!("https://{advertise}"), &pki)?;
+
+        let drain = Duration::from_secs(config.limits.shutdown_drain_seconds);
+        let mut stop = Vec::new();
+        let mut tasks = Vec::new();
+        let (tx, rx) = oneshot::channel::<()>();
+        stop.push(tx);
+        tasks.push(tokio::spawn(serve(
+            server.clone(),
+            listener,
+            ServeOptions {
+                tls: Some(tls),
+                unauthenticated_user: None,
+                drain_timeout: drain,
+            },
+            async move {
+                let _ = rx.await;
+            },
+        )));
+        let mut insecure_addr = None;
+        if let Some(addr) = config.insecure_listen {
+            let l = TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding {addr}"))?;
+            insecure_addr = Some(l.local_addr()?);
+            let (tx, rx) = oneshot::channel::<()>();
+            stop.push(tx);
+            tasks.push(tokio::spawn(serve(
+                server.clone(),
+                l,
+                ServeOptions {
+                    tls: None,
+                    unauthenticated_user: Some(User {
+                        name: "system:insecure-listener".into(),
+                        groups: vec!["system:masters".into(), "system:authenticated".into()],
+                    }),
+                    drain_timeout: drain,
+                },
+                async move {
+                    let _ = rx.await;
+                },
+            )));
+        }
+        Ok(Gateway {
+            https_addr,
+            insecure_addr,
+            kubeconfig,
+            stop,
+            tasks,
+        })
+    }
+
+    /// Stops accepting, ends watches, waits for in-flight requests, and returns.
+    pub async fn shutdown(mut self) -> anyhow::Result<()> {
+        for s in self.stop.drain(..) {
+            let _ = s.send(());
+        }
+        for t in self.tasks.drain(..) {
+            t.await??;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,456 @@
+//! Routing of one request, top to bottom, in kube-apiserver's filter order:
+//! non-resource endpoints that need no identity (health, version) → authentication (401)
+//! → discovery / OpenAPI → resource requests (lookup 404, verb 405, max-in-flight 429,
+//! body limit 413) → the verb. Errors become `Status` here and nowhere else.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use wasmgate_apimachinery::media::{self, DiscoveryOutput};
+use wasmgate_apimachinery::options::Query;
+use wasmgate_apimachinery::request_info::{
+    self, RequestInfo, RequestInfoError, ResourceRequest, Verb,
+};
+use wasmgate_apimachinery::status::Status;
+
+use crate::body::{self, Body};
+use crate::error::{ApiError, ApiResult};
+use crate::health::{self, Check};
+use crate::{Inner, User, discovery, openapi, verbs, version};
+
+/// Handles one request; never fails (errors are rendered as Status).
+pub(crate) async fn handle<B>(
+    inner: &Arc<Inner>,
+    req: Request<B>,
+    user: Option<User>,
+) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Send + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let start = tokio::time::Instant::now();
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let head = matches!(method, Method::HEAD);
+    let (resp, cause) = match route(inner, req, user).await {
+        Ok(r) => (r, None),
+        Err(e) => (status_response(&e.status), e.cause),
+    };
+    let code = resp.status().as_u16();
+    let elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
+    match cause {
+        Some(c) => tracing::warn!(%method, %path, code, elapsed_ms, cause = %c, "request failed"),
+        None if code >= 500 => tracing::warn!(%method, %path, code, elapsed_ms, "request failed"),
+        None => tracing::debug!(%method, %path, code, elapsed_ms, "request"),
+    }
+    if head {
+        let (parts, _) = resp.into_parts();
+        return Response::from_parts(parts, body::empty());
+    }
+    resp
+}
+
+/// A Status as a response.
+pub(crate) fn status_response(s: &Status) -> Response<Body> {
+    let mut r = Response::new(body::full(s.to_json()));
+    *r.status_mut() = StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if let Some(secs) = s.details.retry_after_seconds
+        && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
+}
+
+/// A JSON (or other) response with a status code.
+pub(crate) fn bytes_response(
+    code: StatusCode,
+    content_type: &'static str,
+    bytes: impl Into<Bytes>,
+) -> Response<Body> {
+    let mut r = Response::new(body::full(bytes));
+    *r.status_mut() = code;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+fn json_value_response(v: &Value) -> Response<Body> {
+    bytes_response(
+        StatusCode::OK,
+        "application/json",
+        serde_json::to_vec(v).unwrap_or_default(),
+    )
+}
+
+fn text_response(code: u16, text: String) -> Response<Body> {
+    bytes_response(
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        "text/plain; charset=utf-8",
+        text,
+    )
+}
+
+fn method_not_allowed() -> ApiError {
+    Status::failure(
+        405,
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
+    )
+    .into()
+}
+
+/// Paths anyone may read (kube's default `system:public-info-viewer`).
+fn is_public(path: &str) -> bool {
+    let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
+    matches!(first, "livez" | "readyz" | "healthz" | "version")
+}
+
+async fn route<B>(
+    inner: &Arc<Inner>,
+    req: Request<B>,
+    user: Option<User>,
+) -> ApiResult<Response<Body>>
+where
+    B: http_body::Body<Data = Bytes> + Send + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let path = req.uri().path().to_owned();
+    let query = Query::parse(req.uri().query());
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    if let Some(endpoint) = health::Endpoint::from_segment(segments[0]) {
+        if segments.len() > 2 {
+            return Ok(text_response(404, "404 page not found\n".into()));
+        }
+        let (code, text) = health::render(
+            endpoint,
+            segments.get(1).copied(),
+            &query,
+            &health_checks(inner, endpoint).await,
+        );
+        return Ok(text_response(code, text));
+    }
+    if path == "/version" || path == "/version/" {
+        return Ok(json_value_response(&version::info()));
+    }
+    if user.is_none() && !is_public(&path) {
+        return Err(Status::failure(401, "Unauthorized", "Unauthorized").into());
+    }
+    let user = user.unwrap_or_else(|| User {
+        name: "system:anonymous".into(),
+        groups: vec!["system:unauthenticated".into()],
+    });
+    if segments[0] == "openapi" {
+        return openapi_route(inner, &segments[1..], &query, req.headers());
+    }
+    let watch = query
+        .bool("watch")
+        .map_err(|e| Status::bad_request(e.0))?
+        .unwrap_or(false);
+    let info = match request_info::parse(req.method(), &path, watch) {
+        Ok(i) => i,
+        Err(RequestInfoError::MethodNotAllowed) => return Err(method_not_allowed()),
+        Err(RequestInfoError::NotFound) => return Err(Status::not_found_path().into()),
+    };
+    let catalog = inner.registry.snapshot();
+    let get_only = |m: &Method| *m == Method::GET || *m == Method::HEAD;
+    match info {
+        RequestInfo::LegacyRoot | RequestInfo::GroupsRoot => {
+            if !get_only(req.method()) {
+                return Err(method_not_allowed());
+            }
+            let accept = media::parse_accept(header_str(req.headers(), header::ACCEPT));
+            let out = media::negotiate_discovery(&accept)
+                .map_err(|e| Status::failure(406, "NotAcceptable", e.to_string()))?;
+            let core = matches!(info, RequestInfo::LegacyRoot);
+            let doc = match out {
+                DiscoveryOutput::Legacy if core => {
+                    discovery::api_versions(&inner.options.advertise_address)
+                }
+                DiscoveryOutput::Legacy => discovery::api_group_list(&catalog),
+                agg => discovery::aggregated(&catalog, core, agg),
+            };
+            let bytes = serde_json::to_vec(&doc).unwrap_or_default();
+            let etag = format!("\"{}\"", hex(&sha2_256(&bytes)));
+            if header_str(req.headers(), header::IF_NONE_MATCH) == Some(etag.as_str()) {
+                let mut r =
+                    bytes_response(StatusCode::NOT_MODIFIED, out.content_type(), Bytes::new());
+                insert_header(r.headers_mut(), header::ETAG, &etag);
+                return Ok(r);
+            }
+            let mut r = bytes_response(StatusCode::OK, out.content_type(), bytes);
+            insert_header(r.headers_mut(), header::ETAG, &etag);
+            insert_header(r.headers_mut(), header::VARY, "Accept");
+            Ok(r)
+        }
+        RequestInfo::Group(g) => {
+            if !get_only(req.method()) {
+                return Err(method_not_allowed());
+            }
+            discovery::api_group(&catalog, &g)
+                .map(|v| json_value_response(&v))
+                .ok_or_else(|| Status::not_found_path().into())
+        }
+        RequestInfo::GroupVersion { group, version } => {
+            if !get_only(req.method()) {
+                return Err(method_not_allowed());
+            }
+            discovery::api_resource_list(&catalog, &group, &version)
+                .map(|v| json_value_response(&v))
+                .ok_or_else(|| Status::not_found_path().into())
+        }
+        RequestInfo::NonResource => Err(Status::not_found_path().into()),
+        RequestInfo::Resource(r) => resource(inner, catalog, r, query, req, user).await,
+    }
+}
+
+fn insert_header(h: &mut HeaderMap, name: header::HeaderName, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        h.insert(name, v);
+    }
+}
+
+pub(crate) fn header_str(h: &HeaderMap, name: header::HeaderName) -> Option<&str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn sha2_256(b: &[u8]) -> Vec<u8> {
+    use sha2::Digest;
+    sha2::Sha256::digest(b).to_vec()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn openapi_route(
+    inner: &Arc<Inner>,
+    rest: &[&str],
+    query: &Query,
+    headers: &HeaderMap,
+) -> ApiResult<Response<Body>> {
+    let docs = openapi_documents(inner);
+    match rest {
+        ["v3"] => Ok(bytes_response(
+            StatusCode::OK,
+            "application/json",
+            docs.index.clone(),
+        )),
+        ["v3", gv @ ..] if !gv.is_empty() => {
+            let key = gv.join("/");
+            let (bytes, hash) = docs
+                .docs
+                .get(&key)
+                .ok_or_else(|| ApiError::from(Status::not_found_path()))?;
+            let mut r = bytes_response(StatusCode::OK, "application/json", bytes.clone());
+            insert_header(r.headers_mut(), header::ETAG, &format!("\"{hash}\""));
+            let cache = if query.get("hash") == Some(hash.as_str()) {
+                "public, immutable"
+            } else {
+                "no-cache, private"
+            };
+            insert_header(r.headers_mut(), header::CACHE_CONTROL, cache);
+            if header_str(headers, header::IF_NONE_MATCH) == Some(format!("\"{hash}\"").as_str()) {
+                *r.status_mut() = StatusCode::NOT_MODIFIED;
+            }
+            Ok(r)
+        }
+        // OpenAPI v2 is protobuf-only for kubectl; not served (v3 is complete).
+        _ => Err(Status::not_found_path().into()),
+    }
+}
+
+/// The OpenAPI documents of the current catalog, rebuilt when the catalog changes.
+pub(crate) fn openapi_documents(inner: &Inner) -> Arc<openapi::Documents> {
+    let catalog = inner.registry.snapshot();
+    let mut guard = match inner.openapi.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    match &*guard {
+        Some(d) if d.generation == catalog.generation => d.clone(),
+        _ => {
+            let d = openapi::build(&catalog);
+            *guard = Some(d.clone());
+            d
+        }
+    }
+}
+
+async fn health_checks(inner: &Inner, endpoint: health::Endpoint) -> Vec<Check> {
+    let storage = match inner
+        .store
+        .get("core/namespaces//default", wasmgate_storage::ReadAt::Latest)
+        .await
+    {
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    };
+    let mut checks = vec![
+        Check {
+            name: "ping",
+            failure: None,
+        },
+        Check {
+            name: "log",
+            failure: None,
+        },
+        Check {
+            name: "storage",
+            failure: storage,
+        },
+        Check {
+            name: "poststarthook/bootstrap-namespaces",
+            failure: (!inner
+                .bootstrapped
+                .load(std::sync::atomic::Ordering::Acquire))
+            .then(|| "not yet".into()),
+        },
+    ];
+    if endpoint == health::Endpoint::Readyz {
+        checks.push(Check {
+            name: "shutdown",
+            failure: (*inner.shutdown.borrow()).then(|| "shutting down".into()),
+        });
+    }
+    checks
+}
+
+async fn resource<B>(
+    inner: &Arc<Inner>,
+    catalog: Arc<crate::registry::Catalog>,
+    r: ResourceRequest,
+    query: Query,
+    req: Request<B>,
+    user: User,
+) -> ApiResult<Response<Body>>
+where
+    B: http_body::Body<Data = Bytes> + Send + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let rt = catalog
+        .lookup(&r.group, &r.version, &r.resource)
+        .cloned()
+        .ok_or_else(|| ApiError::from(Status::not_found_path()))?;
+    // Scope: namespaced objects are addressed with a namespace (collections may span all
+    // namespaces); cluster-scoped ones never are.
+    if rt.namespaced && r.namespace.is_none() && !matches!(r.verb, Verb::List | Verb::Watch) {
+        return Err(Status::not_found_path().into());
+    }
+    if !rt.namespaced && r.namespace.is_some() {
+        return Err(Status::not_found_path().into());
+    }
+    match &r.subresource {
+        Some(sub) => {
+            let s = rt
+                .subresource(sub)
+                .ok_or_else(|| ApiError::from(Status::not_found_path()))?;
+            if !s.verbs.contains(&r.verb.as_str()) {
+                return Err(method_not_allowed());
+            }
+        }
+        None => {
+            if !rt.serves(r.verb.as_str()) {
+                return Err(method_not_allowed());
+            }
+        }
+    }
+    // Watches are long-running and exempt from the in-flight limit, as upstream.
+    let _permit = if r.verb == Verb::Watch {
+        None
+    } else {
+        Some(inner.in_flight.try_acquire().map_err(|_| {
+            ApiError::from(
+                Status::failure(
+                    429,
+                    "TooManyRequests",
+                    "Too many requests, please try again later.",
+                )
+                .with_retry_after(1),
+            )
+        })?)
+    };
+    let (parts, body) = req.into_parts();
+    let body = match r.verb {
+        Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
+            read_body(body, inner.options.max_request_body_bytes).await?
+        }
+        _ => Bytes::new(),
+    };
+    let mut ctx = verbs::Ctx {
+        inner: inner.clone(),
+        rt,
+        req: r,
+        query,
+        headers: parts.headers,
+        warnings: Vec::new(),
+        user,
+    };
+    let result = verbs::dispatch(&mut ctx, body).await;
+    let mut resp = match result {
+        Ok(r) => r,
+        Err(e) => return Err(e),
+    };
+    for w in &ctx.warnings {
+        let v = format!("299 - {}", go_quote_header(w));
+        if let Ok(v) = HeaderValue::from_str(&v) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    Ok(resp)
+}
+
+/// Warning header text: a quoted string with `\` and `"` escaped (RFC 7234 §5.5).
+fn go_quote_header(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+async fn read_body<B>(body: B, limit: usize) -> ApiResult<Bytes>
+where
+    B: http_body::Body<Data = Bytes> + Send + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let too_large = || {
+        ApiError::from(Status::failure(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        ))
+    };
+    if body.size_hint().lower() > limit as u64 {
+        return Err(too_large());
+    }
+    let limited = http_body_util::Limited::new(body, limit);
+    match limited.collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                Err(too_large())
+            } else {
+                Err(Status::bad_request(format!("unable to read the request body: {e}")).into())
+            }
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! Namespace lifecycle (`URL-10`, `DEL-07`): the bootstrap namespaces, and the controller
+//! that empties a terminating namespace and then finalizes it.
+//!
+//! Deleting a namespace sets its `deletionTimestamp` and phase `Terminating` (the delete
+//! verb does that). The controller then deletes every namespaced object in it, waits for
+//! objects held by finalizers, removes the `kubernetes` finalizer from `spec.finalizers`,
+//! and, when no finalizer remains, removes the namespace. It reacts to namespace events
+//! and re-checks terminating namespaces every `namespace_resync`.
+
+use std::sync::{Arc, Weak};
+
+use serde_json::{Value, json};
+use wasmgate_storage::{Precondition, ReadAt, StorageError, Write, WriteOp};
+
+use crate::Inner;
+use crate::builtin::{BOOTSTRAP_NAMESPACES, NAMESPACE_FINALIZER, NAMESPACE_NAME_LABEL};
+use crate::object::{self, meta_mut, meta_str};
+
+const PREFIX: &str = "core/namespaces//";
+
+/// Creates `default`, `kube-system`, `kube-public` and `kube-node-lease` if missing.
+pub(crate) async fn bootstrap(inner: &Inner) -> Result<(), String> {
+    for name in BOOTSTRAP_NAMESPACES {
+        let obj = json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": name,
+                "uid": object::new_uid(),
+                "creationTimestamp": object::now_rfc3339(),
+                "labels": {NAMESPACE_NAME_LABEL: name},
+            },
+            "spec": {"finalizers": [NAMESPACE_FINALIZER]},
+            "status": {"phase": "Active"},
+        });
+        let w = Write {
+            key: format!("{PREFIX}{name}"),
+            precondition: Precondition::Absent,
+            op: WriteOp::Put(object::to_stored(&obj)),
+        };
+        match inner.store.write(w).await {
+            Ok(_) | Err(StorageError::AlreadyExists { .. }) => {}
+            Err(e) => return Err(crate::error::error_chain(&e)),
+        }
+    }
+    Ok(())
+}
+
+/// The controller loop. Ends when the server is dropped or shuts down.
+pub(crate) async fn run(inner: Weak<Inner>) {
+    loop {
+        let Some(i) = inner.upgrade() else { return };
+        let mut shutdown = i.shutdown.subscribe();
+        if *shutdown.borrow() {
+            return;
+        }
+        let resync = i.options.namespace_resync;
+        let pending = match sweep(&i).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e, "namespace controller sweep failed");
+                true
+            }
+        };
+        let from = i.store.revision();
+        let watcher = i.store.watch(PREFIX, from);
+        drop(i);
+        let Ok(mut watcher) = watcher else { continue };
+        // Wait for a namespace change, or re-check after `resync` while work is pending.
+        let wait_resync = async {
+            if pending {
+                tokio::time::sleep(resync).await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            _ = shutdown.wait_for(|s| *s) => return,
+            _ = watcher.next() => {}
+            _ = wait_resync => {}
+        }
+    }
+}
+
+/// Finalizes every terminating namespace. Returns whether some are still pending.
+async fn sweep(inner: &Arc<Inner>) -> Result<bool, String> {
+    let page = inner
+        .store
+        .list(PREFIX, ReadAt::Latest, None, 0, false)
+        .await
+        .map_err(|e| crate::error::error_chain(&e))?;
+    let mut pending = false;
+    for item in page.items {
+        let Ok(ns) = object::from_stored(&item.value) else {
+            continue;
+        };
+        if object::is_deleting(&ns) {
+            let name = meta_str(&ns, "name").unwrap_or("").to_owned();
+            match finalize(inner, &name).await {
+                Ok(true) => {}
+                Ok(false) => pending = true,
+                Err(e) => {
+                    pending = true;
+                    tracing::debug!(namespace = %name, error = %e, "namespace not finalized yet");
+                }
+            }
+        }
+    }
+    Ok(pending)
+}
+
+/// One pass over a terminating namespace. `Ok(true)` when the namespace is gone.
+async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
+    let err = |e: StorageError| crate::error::error_chain(&e);
+    let catalog = inner.registry.snapshot();
+    let mut remaining: Vec<(String, usize)> = Vec::new();
+    let mut finalizers_left: Vec<String> = Vec::new();
+    for rt in catalog.types().iter().filter(|t| t.namespaced) {
+        let prefix = rt.namespace_prefix(Some(ns));
+        let page = inner
+            .store
+            .list(&prefix, ReadAt::Latest, None, 0, false)
+            .await
+            .map_err(err)?;
+        let mut left = 0;
+        for item in page.items {
+            let Ok(mut obj) = object::from_stored(&item.value) else {
+                continue;
+            };
+            let fins = object::finalizers(&obj);
+            if fins.is_empty() {
+                let w = Write {
+                    key: item.key.clone(),
+                    precondition: Precondition::Revision(item.revision),
+                    op: WriteOp::Delete(object::to_stored(&obj)),
+                };
+                match inner.store.write(w).await {
+                    Ok(_) | Err(StorageError::NotFound { .. }) => {}
+                    Err(StorageError::Conflict { .. }) => left += 1,
+                    Err(e) => return Err(err(e)),
+                }
+            } else {
+                left += 1;
+                for f in fins {
+                    if !finalizers_left.contains(&f) {
+                        finalizers_left.push(f);
+                    }
+                }
+                if !object::is_deleting(&obj) {
+                    let m = meta_mut(&mut obj);
+                    m.insert("deletionTimestamp".into(), json!(object::now_rfc3339()));
+                    m.insert("deletionGracePeriodSeconds".into(), json!(0));
+                    let w = Write {
+                        key: item.key.clone(),
+                        precondition: Precondition::Revision(item.revision),
+                        op: WriteOp::Put(object::to_stored(&obj)),
+                    };
+                    match inner.store.write(w).await {
+                        Ok(_)
+                        | Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {}
+                        Err(e) => return Err(err(e)),
+                    }
+                }
+            }
+        }
+        if left > 0 {
+            remaining.push((rt.qualified_resource(), left));
+        }
+    }
+    let key = format!("{PREFIX}{ns}");
+    let (_, cur) = inner.store.get(&key, ReadAt::Latest).await.map_err(err)?;
+    let Some(cur) = cur else { return Ok(true) };
+    let mut obj = object::from_stored(&cur.value).map_err(|e| e.to_string())?;
+    if !remaining.is_empty() {
+        set_conditions(&mut obj, &remaining, &finalizers_left);
+        if !object::same_content(
+            &obj,
+            &object::from_stored(&cur.value).map_err(|e| e.to_string())?,
+        ) {
+            let w = Write {
+                key,
+                precondition: Precondition::Revision(cur.revision),
+                op: WriteOp::Put(object::to_stored(&obj)),
+            };
+            match inner.store.write(w).await {
+                Ok(_) | Err(StorageError::Conflict { .. }) => {}
+                Err(e) => return Err(err(e)),
+            }
+        }
+        return Ok(false);
+    }
+    // Content gone: drop our finalizer; without finalizers the namespace goes too.
+    if let Some(f) = obj
+        .get_mut("spec")
+        .and_then(|s| s.get_mut("finalizers"))
+        .and_then(Value::as_array_mut)
+    {
+        f.retain(|x| x != NAMESPACE_FINALIZER);
+    }
+    let spec_done = obj
+        .get("spec")
+        .and_then(|s| s.get("finalizers"))
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    let done = spec_done && object::finalizers(&obj).is_empty();
+    let op = if done {
+        WriteOp::Delete(object::to_stored(&obj))
+    } else {
+        WriteOp::Put(object::to_stored(&obj))
+    };
+    match inner
+        .store
+        .write(Write {
+            key,
+            precondition: Precondition::Revision(cur.revision),
+            op,
+        })
+        .await
+    {
+        Ok(_) => Ok(done),
+        Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => Ok(false),
+        Err(e) => Err(err(e)),
+    }
+}
+
+/// `NamespaceContentRemaining` / `NamespaceFinalizersRemaining`, as kube's controller
+/// reports them (what `kubectl describe ns` shows while a namespace is stuck).
+fn set_conditions(ns: &mut Value, remaining: &[(String, usize)], finalizers: &[String]) {
+    let content: Vec<String> = remaining
+        .iter()
+        .map(|(r, n)| format!("{r} has {n} resource instances"))
+        .collect();
+    let mut conds = vec![json!({
+        "type": "NamespaceContentRemaining",
+        "status": "True",
+        "reason": "SomeResourcesRemain",
+        "message": format!("Some resources are remaining: {}", content.join(", ")),
+    })];
+    if !finalizers.is_empty() {
+        let total: usize = remaining.iter().map(|(_, n)| n).sum();
+        conds.push(json!({
+            "type": "NamespaceFinalizersRemaining",
+            "status": "True",
+            "reason": "SomeFinalizersRemain",
+            "message": format!("Some content in the namespace has finalizers remaining: {} in {total} resource instances", finalizers.join(", ")),
+        }));
+    }
+    // Keep transition times stable when nothing changed.
+    let old = ns["status"]["conditions"].clone();
+    for c in conds.iter_mut() {
+        let prev = old.as_array().and_then(|a| {
+            a.iter()
+                .find(|o| o["type"] == c["type"] && o["message"] == c["message"])
+        });
+        c["lastTransitionTime"] = prev
+            .and_then(|p| p.get("lastTransitionTime").cloned())
+            .unwrap_or_else(|| json!(object::now_rfc3339()));
+    }
+    ns["status"]["conditions"] = Value::Array(conds);
+}

@@ -1,0 +1,439 @@
+//! Resource types as data: names, scope, verbs, versions, subresources, schemas.
+//!
+//! Built-in types are registered at start from a static table; later, CRDs are added and
+//! removed live. Readers take an `Arc<Catalog>` snapshot, so a request sees one consistent
+//! set of types from start to end, and discovery/OpenAPI caches key on the catalog's
+//! generation.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+/// The built-in kinds this server implements natively.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    /// core/v1 Namespace.
+    Namespace,
+    /// core/v1 ConfigMap.
+    ConfigMap,
+    /// core/v1 Secret.
+    Secret,
+    /// core/v1 ServiceAccount.
+    ServiceAccount,
+    /// core/v1 Event.
+    Event,
+    /// coordination.k8s.io/v1 Lease.
+    Lease,
+}
+
+/// A subresource of a resource type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subresource {
+    /// `status`, `scale`, `finalize`.
+    pub name: String,
+    /// The kind the subresource speaks (the parent's kind for `status`).
+    pub kind: String,
+    /// Its group-version, `""` meaning the parent's.
+    pub group_version: String,
+    /// Its verbs.
+    pub verbs: Vec<&'static str>,
+}
+
+/// One resource type.
+#[derive(Debug, Clone)]
+pub struct ResourceType {
+    /// API group ("" for core).
+    pub group: String,
+    /// Served versions, in preference order (the first is preferred).
+    pub versions: Vec<String>,
+    /// The version objects are stored at.
+    pub storage_version: String,
+    /// Lower-case plural, as in URLs.
+    pub resource: String,
+    /// Lower-case singular.
+    pub singular: String,
+    /// Kind.
+    pub kind: String,
+    /// Kind of lists.
+    pub list_kind: String,
+    /// Short names (`cm`).
+    pub short_names: Vec<String>,
+    /// Categories (`all`).
+    pub categories: Vec<String>,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+    /// Verbs served on the main resource.
+    pub verbs: Vec<&'static str>,
+    /// Subresources.
+    pub subresources: Vec<Subresource>,
+    /// The OpenAPI definition name of the kind (`io.k8s.api.core.v1.ConfigMap`).
+    pub schema_name: String,
+    /// Which built-in implementation serves it.
+    pub builtin: Builtin,
+}
+
+impl ResourceType {
+    /// `group/version` (`v1` for core).
+    pub fn group_version(&self, version: &str) -> String {
+        if self.group.is_empty() {
+            version.to_owned()
+        } else {
+            format!("{}/{}", self.group, version)
+        }
+    }
+
+    /// The storage key prefix of all objects of this type.
+    pub fn key_prefix(&self) -> String {
+        let g = if self.group.is_empty() {
+            "core"
+        } else {
+            &self.group
+        };
+        format!("{g}/{}/", self.resource)
+    }
+
+    /// The storage key prefix of the objects in one namespace (or of a cluster-scoped type).
+    pub fn namespace_prefix(&self, namespace: Option<&str>) -> String {
+        match (self.namespaced, namespace) {
+            (true, Some(ns)) => format!("{}{ns}/", self.key_prefix()),
+            (true, None) => self.key_prefix(),
+            (false, _) => format!("{}/", self.key_prefix()),
+        }
+    }
+
+    /// The storage key of one object.
+    pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
+        let ns = if self.namespaced {
+            namespace.unwrap_or("")
+        } else {
+            ""
+        };
+        format!("{}{ns}/{name}", self.key_prefix())
+    }
+
+    /// Whether the main resource serves `verb`.
+    pub fn serves(&self, verb: &str) -> bool {
+        self.verbs.contains(&verb)
+    }
+
+    /// A subresource by name.
+    pub fn subresource(&self, name: &str) -> Option<&Subresource> {
+        self.subresources.iter().find(|s| s.name == name)
+    }
+}
+
+/// All verbs of a read-write resource.
+pub const ALL_VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+#[allow(
+    clippy::too_many_arguments,
+    reason = "a table row; every caller names all columns"
+)]
+fn builtin(
+    group: &str,
+    resource: &str,
+    singular: &str,
+    kind: &str,
+    short: &[&str],
+    namespaced: bool,
+    schema_name: &str,
+    which: Builtin,
+) -> ResourceType {
+    ResourceType {
+        group: group.into(),
+        versions: vec!["v1".into()],
+        storage_version: "v1".into(),
+        resource: resource.into(),
+        singular: singular.into(),
+        kind: kind.into(),
+        list_kind: format!("{kind}List"),
+        short_names: short.iter().map(|s| (*s).to_owned()).collect(),
+        categories: Vec::new(),
+        namespaced,
+        verbs: ALL_VERBS.to_vec(),
+        subresources: Vec::new(),
+        schema_name: schema_name.into(),
+        builtin: which,
+    }
+}
+
+/// The built-in resource types.
+pub fn builtin_types() -> Vec<ResourceType> {
+    let mut ns = builtin(
+        "",
+        "namespaces",
+        "namespace",
+        "Namespace",
+        &["ns"],
+        false,
+        "io.k8s.api.core.v1.Namespace",
+        Builtin::Namespace,
+    );
+    ns.verbs = vec![
+        "create", "delete", "get", "list", "patch", "update", "watch",
+    ];
+    ns.subresources = vec![
+        Subresource {
+            name: "finalize".into(),
+            kind: "Namespace".into(),
+            group_version: String::new(),
+            verbs: vec!["update"],
+        },
+        Subresource {
+            name: "status".into(),
+            kind: "Namespace".into(),
+            group_version: String::new(),
+            verbs: vec!["get", "patch", "update"],
+        },
+    ];
+    vec![
+        builtin(
+            "",
+            "configmaps",
+            "configmap",
+            "ConfigMap",
+            &["cm"],
+            true,
+            "io.k8s.api.core.v1.ConfigMap",
+            Builtin::ConfigMap,
+        ),
+        builtin(
+            "",
+            "events",
+            "event",
+            "Event",
+            &["ev"],
+            true,
+            "io.k8s.api.core.v1.Event",
+            Builtin::Event,
+        ),
+        ns,
+        builtin(
+            "",
+            "secrets",
+            "secret",
+            "Secret",
+            &[],
+            true,
+            "io.k8s.api.core.v1.Secret",
+            Builtin::Secret,
+        ),
+        builtin(
+            "",
+            "serviceaccounts",
+            "serviceaccount",
+            "ServiceAccount",
+            &["sa"],
+            true,
+            "io.k8s.api.core.v1.ServiceAccount",
+            Builtin::ServiceAccount,
+        ),
+        builtin(
+            "coordination.k8s.io",
+            "leases",
+            "lease",
+            "Lease",
+            &[],
+            true,
+            "io.k8s.api.coordination.v1.Lease",
+            Builtin::Lease,
+        ),
+    ]
+}
+
+/// One consistent set of resource types.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    /// Bumped on every change; caches key on it.
+    pub generation: u64,
+    types: Vec<Arc<ResourceType>>,
+    by_gvr: HashMap<(String, String, String), Arc<ResourceType>>,
+}
+
+impl Catalog {
+    fn build(generation: u64, types: Vec<Arc<ResourceType>>) -> Catalog {
+        let mut by_gvr = HashMap::new();
+        for t in &types {
+            for v in &t.versions {
+                by_gvr.insert((t.group.clone(), v.clone(), t.resource.clone()), t.clone());
+            }
+        }
+        Catalog {
+            generation,
+            types,
+            by_gvr,
+        }
+    }
+
+    /// The type served at group/version/resource.
+    pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<&Arc<ResourceType>> {
+        self.by_gvr
+            .get(&(group.to_owned(), version.to_owned(), resource.to_owned()))
+    }
+
+    /// Every type.
+    pub fn types(&self) -> &[Arc<ResourceType>] {
+        &self.types
+    }
+
+    /// The groups, core first, then by name; each with its versions in preference order.
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for t in &self.types {
+            match groups.iter_mut().find(|(g, _)| *g == t.group) {
+                Some((_, vs)) => {
+                    for v in &t.versions {
+                        if !vs.contains(v) {
+                            vs.push(v.clone());
+                        }
+                    }
+                }
+                None => groups.push((t.group.clone(), t.versions.clone())),
+            }
+        }
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, vs) in &mut groups {
+            vs.sort_by(|a, b| compare_versions(a, b));
+        }
+        groups
+    }
+
+    /// The types served in one group-version, sorted by resource name.
+    pub fn in_group_version(&self, group: &str, version: &str) -> Vec<&Arc<ResourceType>> {
+        let mut v: Vec<_> = self
+            .types
+            .iter()
+            .filter(|t| t.group == group && t.versions.iter().any(|x| x == version))
+            .collect();
+        v.sort_by(|a, b| a.resource.cmp(&b.resource));
+        v
+    }
+}
+
+/// The live registry.
+#[derive(Debug)]
+pub struct Registry {
+    current: RwLock<Arc<Catalog>>,
+}
+
+impl Registry {
+    /// A registry holding `types`.
+    pub fn new(types: Vec<ResourceType>) -> Registry {
+        Registry {
+            current: RwLock::new(Arc::new(Catalog::build(
+                1,
+                types.into_iter().map(Arc::new).collect(),
+            ))),
+        }
+    }
+
+    /// The current catalog.
+    pub fn snapshot(&self) -> Arc<Catalog> {
+        match self.current.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+/// Kubernetes version priority (`DISC-04`): GA before beta before alpha, higher numbers
+/// first, non-matching strings last in alphabetical order.
+pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+    fn parse(v: &str) -> Option<(u64, u8, u64)> {
+        let rest = v.strip_prefix('v')?;
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let major: u64 = rest[..digits].parse().ok()?;
+        if rest[..digits].starts_with('0') {
+            return None;
+        }
+        let tail = &rest[digits..];
+        if tail.is_empty() {
+            return Some((major, 2, 0));
+        }
+        let (stage, num) = if let Some(n) = tail.strip_prefix("beta") {
+            (1, n)
+        } else if let Some(n) = tail.strip_prefix("alpha") {
+            (0, n)
+        } else {
+            return None;
+        };
+        if num.is_empty() || !num.chars().all(|c| c.is_ascii_digit()) || num.starts_with('0') {
+            return None;
+        }
+        Some((major, stage, num.parse().ok()?))
+    }
+    use std::cmp::Ordering;
+    match (parse(a), parse(b)) {
+        (Some((ma, sa, na)), Some((mb, sb, nb))) => sb.cmp(&sa).then(match sa {
+            2 => mb.cmp(&ma),
+            _ => mb.cmp(&ma).then(nb.cmp(&na)),
+        }),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disc_04_version_priority() {
+        let mut v = vec![
+            "v11alpha2",
+            "foo10",
+            "v10",
+            "v12alpha1",
+            "v3beta1",
+            "v1",
+            "v11beta2",
+            "foo1",
+            "v2",
+            "v10beta3",
+        ];
+        v.sort_by(|a, b| compare_versions(a, b));
+        assert_eq!(
+            v,
+            vec![
+                "v10",
+                "v2",
+                "v1",
+                "v11beta2",
+                "v10beta3",
+                "v3beta1",
+                "v12alpha1",
+                "v11alpha2",
+                "foo1",
+                "foo10"
+            ]
+        );
+    }
+
+    #[test]
+    fn keys_and_prefixes() {
+        let types = builtin_types();
+        let cm = types.iter().find(|t| t.resource == "configmaps").unwrap();
+        assert_eq!(cm.key(Some("demo"), "app"), "core/configmaps/demo/app");
+        assert_eq!(cm.namespace_prefix(Some("demo")), "core/configmaps/demo/");
+        assert_eq!(cm.namespace_prefix(None), "core/configmaps/");
+        let ns = types.iter().find(|t| t.resource == "namespaces").unwrap();
+        assert_eq!(ns.key(None, "demo"), "core/namespaces//demo");
+        assert_eq!(ns.namespace_prefix(None), "core/namespaces//");
+        let reg = Registry::new(types);
+        let cat = reg.snapshot();
+        assert!(cat.lookup("coordination.k8s.io", "v1", "leases").is_some());
+        assert_eq!(cat.groups()[0].0, "");
+    }
+}

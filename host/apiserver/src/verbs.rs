@@ -1,0 +1,657 @@
+//! One module per Kubernetes verb; `dispatch` is the only place that matches on [`Verb`].
+//! The write path shared by create, update and patch lives here: decode → type check →
+//! field validation and pruning → prepare (strategy) → validate (422) → admission (later:
+//! plugins) → store (CAS) → encode.
+
+mod create;
+mod delete;
+mod delete_collection;
+mod get;
+mod list;
+mod patch;
+mod update;
+mod watch;
+
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
+use serde_json::{Map, Value, json};
+use wasmgate_apimachinery::json::{self as wjson, Decoded};
+use wasmgate_apimachinery::media::{self, BodyType, Output};
+use wasmgate_apimachinery::options::{FieldValidation, Query};
+use wasmgate_apimachinery::request_info::{ResourceRequest, Verb};
+use wasmgate_apimachinery::schema::{self, Flavor};
+use wasmgate_apimachinery::status::{Status, Target};
+use wasmgate_apimachinery::table::{self, IncludeObject};
+use wasmgate_apimachinery::validation::FieldError;
+use wasmgate_apimachinery::{protobuf, selectors};
+use wasmgate_storage::{Precondition, ReadAt, Write, WriteOp};
+
+use crate::body::{self, Body};
+use crate::builtin;
+use crate::error::{ApiError, ApiResult, storage_error};
+use crate::handler::header_str;
+use crate::object::{self, meta, meta_str};
+use crate::openapi::builtin_definitions;
+use crate::registry::ResourceType;
+use crate::{Inner, User};
+
+/// Everything a verb needs about its request.
+pub(crate) struct Ctx {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) rt: Arc<ResourceType>,
+    pub(crate) req: ResourceRequest,
+    pub(crate) query: Query,
+    pub(crate) headers: HeaderMap,
+    /// `Warning` headers to send.
+    pub(crate) warnings: Vec<String>,
+    #[allow(dead_code, reason = "authorization (RBAC) reads it in a later issue")]
+    pub(crate) user: User,
+}
+
+pub(crate) async fn dispatch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
+    match ctx.req.verb {
+        Verb::Get => get::get(ctx).await,
+        Verb::List => list::list(ctx).await,
+        Verb::Watch => watch::watch(ctx).await,
+        Verb::Create => create::create(ctx, body).await,
+        Verb::Update => update::update(ctx, body).await,
+        Verb::Patch => patch::patch(ctx, body).await,
+        Verb::Delete => delete::delete(ctx, body).await,
+        Verb::DeleteCollection => delete_collection::delete_collection(ctx, body).await,
+    }
+}
+
+/// A stored object: raw bytes (served as is when possible) or a decoded value.
+pub(crate) enum Obj {
+    Raw(Bytes),
+    Value(Value),
+}
+
+impl Obj {
+    fn value(&self) -> ApiResult<std::borrow::Cow<'_, Value>> {
+        match self {
+            Obj::Value(v) => Ok(std::borrow::Cow::Borrowed(v)),
+            Obj::Raw(b) => object::from_stored(b)
+                .map(std::borrow::Cow::Owned)
+                .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}"))),
+        }
+    }
+}
+
+impl Ctx {
+    pub(crate) fn namespace(&self) -> Option<&str> {
+        self.req.namespace.as_deref()
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        self.req.name.as_deref().unwrap_or("")
+    }
+
+    pub(crate) fn target<'a>(&'a self, name: &'a str) -> Target<'a> {
+        Target {
+            group: &self.rt.group,
+            resource: &self.rt.resource,
+            name,
+        }
+    }
+
+    pub(crate) fn key(&self, name: &str) -> String {
+        self.rt.key(self.namespace(), name)
+    }
+
+    pub(crate) fn api_version(&self) -> String {
+        self.rt.group_version(&self.req.version)
+    }
+
+    pub(crate) fn output(&self) -> ApiResult<Output> {
+        let accept = media::parse_accept(header_str(&self.headers, header::ACCEPT));
+        media::negotiate_output(&accept, true)
+            .map_err(|e| Status::failure(406, "NotAcceptable", e.to_string()).into())
+    }
+
+    fn pretty(&self) -> bool {
+        self.query.bool("pretty").ok().flatten().unwrap_or(false)
+    }
+
+    fn include_object(&self) -> ApiResult<IncludeObject> {
+        IncludeObject::parse(self.query.get("includeObject"))
+            .map_err(|e| Status::bad_request(e).into())
+    }
+
+    /// Adds `apiVersion`/`kind` to a list item read from storage if missing.
+    fn table_rows(
+        &self,
+        objs: &[Value],
+        out: media::MetaVersion,
+    ) -> ApiResult<Vec<table::TableRow>> {
+        let include = self.include_object()?;
+        let now = time::OffsetDateTime::now_utc();
+        Ok(objs
+            .iter()
+            .map(|o| {
+                table::build_row(
+                    &self.rt.group,
+                    &self.rt.resource,
+                    o,
+                    include,
+                    out.api_version(),
+                    now,
+                )
+            })
+            .collect())
+    }
+
+    /// Renders one object.
+    pub(crate) fn respond_object(&self, code: StatusCode, obj: Obj) -> ApiResult<Response<Body>> {
+        let out = self.output()?;
+        match out {
+            Output::Json => {
+                let bytes = match (&obj, self.pretty()) {
+                    (Obj::Raw(b), false) => b.clone(),
+                    _ => Bytes::from(encode_json(&*obj.value()?, self.pretty())),
+                };
+                Ok(response(code, "application/json", bytes))
+            }
+            Output::Yaml => Ok(response(
+                code,
+                "application/yaml",
+                wjson::to_yaml(&*obj.value()?),
+            )),
+            Output::Table(v) => {
+                let value = obj.value()?;
+                let rv = meta_str(&value, "resourceVersion").unwrap_or("").to_owned();
+                let t = table::Table {
+                    api_version: v.api_version().into(),
+                    metadata: table::list_metadata(&rv, "", None),
+                    column_definitions: table::columns_for(&self.rt.group, &self.rt.resource),
+                    rows: self.table_rows(std::slice::from_ref(&value), v)?,
+                };
+                Ok(response(
+                    code,
+                    "application/json",
+                    encode_json(&t.to_json(), self.pretty()),
+                ))
+            }
+            Output::PartialObjectMetadata(v) => {
+                let value = obj.value()?;
+                let p = json!({"kind": "PartialObjectMetadata", "apiVersion": v.api_version(), "metadata": meta(&value)});
+                Ok(response(
+                    code,
+                    "application/json",
+                    encode_json(&p, self.pretty()),
+                ))
+            }
+        }
+    }
+
+    /// Renders a list.
+    pub(crate) fn respond_list(
+        &self,
+        items: Vec<Obj>,
+        revision: u64,
+        continue_token: &str,
+        remaining: Option<u64>,
+    ) -> ApiResult<Response<Body>> {
+        let out = self.output()?;
+        let rv = revision.to_string();
+        let mut list_meta = Map::new();
+        list_meta.insert("resourceVersion".into(), json!(rv));
+        if !continue_token.is_empty() {
+            list_meta.insert("continue".into(), json!(continue_token));
+        }
+        if let Some(n) = remaining {
+            list_meta.insert("remainingItemCount".into(), json!(n));
+        }
+        match out {
+            Output::Json if !self.pretty() => {
+                // Stored bytes go out untouched: no decode, no re-encode.
+                let mut b = BytesMut::with_capacity(
+                    128 + items
+                        .iter()
+                        .map(|i| match i {
+                            Obj::Raw(r) => r.len() + 1,
+                            Obj::Value(_) => 512,
+                        })
+                        .sum::<usize>(),
+                );
+                b.put_slice(br#"{"kind":"#);
+                b.put_slice(&serde_json::to_vec(&self.rt.list_kind).unwrap_or_default());
+                b.put_slice(br#","apiVersion":"#);
+                b.put_slice(&serde_json::to_vec(&self.api_version()).unwrap_or_default());
+                b.put_slice(br#","metadata":"#);
+                b.put_slice(&serde_json::to_vec(&list_meta).unwrap_or_default());
+                b.put_slice(br#","items":["#);
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        b.put_u8(b',');
+                    }
+                    match item {
+                        Obj::Raw(r) => b.put_slice(r),
+                        Obj::Value(v) => b.put_slice(&serde_json::to_vec(v).unwrap_or_default()),
+                    }
+                }
+                b.put_slice(b"]}");
+                Ok(response(StatusCode::OK, "application/json", b.freeze()))
+            }
+            Output::Json | Output::Yaml => {
+                let values: Vec<Value> = items
+                    .iter()
+                    .map(|i| i.value().map(|v| v.into_owned()))
+                    .collect::<ApiResult<_>>()?;
+                let list = json!({"kind": self.rt.list_kind, "apiVersion": self.api_version(), "metadata": list_meta, "items": values});
+                if matches!(out, Output::Yaml) {
+                    Ok(response(
+                        StatusCode::OK,
+                        "application/yaml",
+                        wjson::to_yaml(&list),
+                    ))
+                } else {
+                    Ok(response(
+                        StatusCode::OK,
+                        "application/json",
+                        encode_json(&list, true),
+                    ))
+                }
+            }
+            Output::Table(v) => {
+                let values: Vec<Value> = items
+                    .iter()
+                    .map(|i| i.value().map(|v| v.into_owned()))
+                    .collect::<ApiResult<_>>()?;
+                let t = table::Table {
+                    api_version: v.api_version().into(),
+                    metadata: Value::Object(list_meta),
+                    column_definitions: table::columns_for(&self.rt.group, &self.rt.resource),
+                    rows: self.table_rows(&values, v)?,
+                };
+                Ok(response(
+                    StatusCode::OK,
+                    "application/json",
+                    encode_json(&t.to_json(), self.pretty()),
+                ))
+            }
+            Output::PartialObjectMetadata(v) => {
+                let metas: Vec<Value> = items
+                    .iter()
+                    .map(|i| {
+                        i.value().map(|o| {
+                            json!({"kind": "PartialObjectMetadata", "apiVersion": v.api_version(), "metadata": meta(&o)})
+                        })
+                    })
+                    .collect::<ApiResult<_>>()?;
+                let list = json!({"kind": "PartialObjectMetadataList", "apiVersion": v.api_version(), "metadata": list_meta, "items": metas});
+                Ok(response(
+                    StatusCode::OK,
+                    "application/json",
+                    encode_json(&list, self.pretty()),
+                ))
+            }
+        }
+    }
+
+    /// Decodes a request body of a create or update.
+    pub(crate) fn decode_body(&self, body: &Bytes) -> ApiResult<Decoded> {
+        let ct = header_str(&self.headers, header::CONTENT_TYPE);
+        let ty = media::body_type(ct)
+            .map_err(|e| Status::failure(415, "UnsupportedMediaType", e.to_string()))?;
+        let decoded = match ty {
+            BodyType::Json => wjson::from_slice(body).map_err(|e| {
+                Status::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+            })?,
+            BodyType::Yaml => wjson::from_yaml(body)
+                .map_err(|e| Status::bad_request(format!("error converting YAML to JSON: {e}")))?,
+            BodyType::Protobuf => {
+                let value = protobuf::decode(body).map_err(|e| match e {
+                    protobuf::ProtobufError::UnsupportedKind { .. } => {
+                        Status::failure(415, "UnsupportedMediaType", e.to_string())
+                    }
+                    other => {
+                        Status::bad_request(format!("unable to decode protobuf body: {other}"))
+                    }
+                })?;
+                Decoded {
+                    value,
+                    duplicates: Vec::new(),
+                }
+            }
+        };
+        if !decoded.value.is_object() {
+            return Err(Status::bad_request("the request body must be a JSON object").into());
+        }
+        Ok(decoded)
+    }
+
+    /// apiVersion and kind of a body must be this resource's.
+    pub(crate) fn check_type_meta(&self, obj: &mut Value) -> ApiResult<()> {
+        let want_av = self.api_version();
+        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+        let av = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        if kind.is_empty() {
+            return Err(Status::bad_request(format!(
+                "Object 'Kind' is missing in '{}'",
+                truncate(&obj.to_string(), 200)
+            ))
+            .into());
+        }
+        if av.is_empty() {
+            return Err(Status::bad_request(format!(
+                "Object 'apiVersion' is missing in '{}'",
+                truncate(&obj.to_string(), 200)
+            ))
+            .into());
+        }
+        if av != want_av {
+            return Err(Status::bad_request(format!(
+                "the API version in the data ({av}) does not match the expected API version ({want_av})"
+            ))
+            .into());
+        }
+        if kind != self.rt.kind {
+            return Err(Status::bad_request(format!(
+                "{kind} in version {:?} cannot be handled as a {}: no kind {kind:?} is registered for version {want_av:?}",
+                self.req.version, self.rt.kind
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Unknown and duplicate fields (`FV-01`..`FV-06`): 400 under Strict, `Warning`s under
+    /// Warn, silence under Ignore; unknown fields are pruned in every mode. Type errors
+    /// are always 400.
+    pub(crate) fn check_fields(
+        &mut self,
+        obj: &mut Value,
+        duplicates: &[String],
+        mode: FieldValidation,
+    ) -> ApiResult<()> {
+        let mut warnings = Vec::new();
+        self.check_fields_into(obj, duplicates, mode, &mut warnings)?;
+        self.warnings.extend(warnings);
+        Ok(())
+    }
+
+    /// [`Ctx::check_fields`], collecting warnings into `warnings`.
+    pub(crate) fn check_fields_into(
+        &self,
+        obj: &mut Value,
+        duplicates: &[String],
+        mode: FieldValidation,
+        warnings: &mut Vec<String>,
+    ) -> ApiResult<()> {
+        let defs = builtin_definitions();
+        let root = json!({"$ref": format!("#/components/schemas/{}", self.rt.schema_name)});
+        let report = schema::check(obj, &root, defs, Flavor::BuiltIn, true);
+        if let Some(e) = report.type_error {
+            return Err(Status::bad_request(schema::type_error_message(
+                &self.rt.kind,
+                &self.req.version,
+                &e,
+            ))
+            .into());
+        }
+        let mut problems: Vec<String> = report
+            .unknown
+            .iter()
+            .map(|p| format!("unknown field {p:?}"))
+            .collect();
+        problems.extend(duplicates.iter().map(|p| format!("duplicate field {p:?}")));
+        match mode {
+            FieldValidation::Ignore => {}
+            FieldValidation::Warn => warnings.extend(problems),
+            FieldValidation::Strict if !problems.is_empty() => {
+                return Err(Status::bad_request(format!(
+                    "strict decoding error: {}",
+                    problems.join(", ")
+                ))
+                .into());
+            }
+            FieldValidation::Strict => {}
+        }
+        Ok(())
+    }
+
+    /// 422 for validation errors.
+    pub(crate) fn invalid(&self, name: &str, errors: &[FieldError]) -> ApiError {
+        Status::invalid(&self.rt.kind, &self.rt.group, name, errors).into()
+    }
+
+    /// A namespace must exist and not be terminating to receive new objects.
+    pub(crate) async fn ensure_namespace_accepts_creates(
+        &self,
+        ns: &str,
+        name: &str,
+    ) -> ApiResult<()> {
+        let key = format!("core/namespaces//{ns}");
+        let ns_target = Target {
+            group: "",
+            resource: "namespaces",
+            name: ns,
+        };
+        let (_, found) = self
+            .inner
+            .store
+            .get(&key, ReadAt::Latest)
+            .await
+            .map_err(|e| storage_error(e, ns_target))?;
+        let Some(found) = found else {
+            return Err(Status::not_found(ns_target).into());
+        };
+        let nsobj = object::from_stored(&found.value).map_err(ApiError::internal)?;
+        if object::is_deleting(&nsobj) {
+            let mut s = Status::forbidden(
+                self.target(name),
+                &format!(
+                    "unable to create new content in namespace {ns} because it is being terminated"
+                ),
+            );
+            s.details.causes = vec![wasmgate_apimachinery::status::StatusCause {
+                reason: "NamespaceTerminating".into(),
+                message: format!("namespace {ns} is being terminated"),
+                field: "metadata.namespace".into(),
+            }];
+            return Err(s.into());
+        }
+        Ok(())
+    }
+
+    /// What kube-apiserver's `BeforeUpdate` does: system fields come from the stored
+    /// object, the strategy prepares the rest, then the object is validated.
+    pub(crate) fn before_update(&self, new: &mut Value, old: &Value) -> ApiResult<()> {
+        {
+            let old_meta = meta(old).clone();
+            let m = object::meta_mut(new);
+            if m.get("uid")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+                && let Some(uid) = old_meta.get("uid")
+            {
+                m.insert("uid".into(), uid.clone());
+            }
+            for f in [
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ] {
+                match old_meta.get(f) {
+                    Some(v) => {
+                        m.insert(f.into(), v.clone());
+                    }
+                    None => {
+                        m.remove(f);
+                    }
+                }
+            }
+            m.remove("selfLink");
+            if m.get("namespace").is_none()
+                && let Some(ns) = old_meta.get("namespace")
+            {
+                m.insert("namespace".into(), ns.clone());
+            }
+        }
+        builtin::prepare_for_update(&self.rt, new, old, self.req.subresource.as_deref());
+        let name = meta_str(old, "name").unwrap_or("").to_owned();
+        let errs = builtin::validate(&self.rt, new, Some(old));
+        if !errs.is_empty() {
+            return Err(self.invalid(&name, &errs));
+        }
+        Ok(())
+    }
+
+    /// kube's GuaranteedUpdate: read the current object, compute the new one, write it
+    /// guarded by the revision read; on a conflict, retry unless the client pinned a
+    /// `resourceVersion`. An object whose last finalizer is removed while it is being
+    /// deleted is deleted. Returns the stored object.
+    pub(crate) async fn guaranteed_update(
+        &self,
+        name: &str,
+        dry_run: bool,
+        mut compute: impl FnMut(&Value) -> ApiResult<Value>,
+    ) -> ApiResult<Value> {
+        let key = self.key(name);
+        let target = self.target(name);
+        for _ in 0..64 {
+            let (_, cur) = self
+                .inner
+                .store
+                .get(&key, ReadAt::Latest)
+                .await
+                .map_err(|e| storage_error(e, target))?;
+            let cur = cur.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
+            let cur_obj = object::from_stored(&cur.value).map_err(ApiError::internal)?;
+            let mut new = compute(&cur_obj)?;
+            let pinned = meta_str(&new, "resourceVersion")
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned);
+            if let Some(rv) = &pinned
+                && *rv != cur.revision.to_string()
+            {
+                return Err(storage_error(
+                    wasmgate_storage::StorageError::Conflict {
+                        key: key.clone(),
+                        expected: 0,
+                        actual: cur.revision,
+                    },
+                    target,
+                ));
+            }
+            object::set_resource_version(&mut new, cur.revision);
+            if object::same_content(&new, &cur_obj) {
+                // No change: no write, no new resourceVersion (kubectl prints "unchanged").
+                return Ok(cur_obj);
+            }
+            if dry_run {
+                return Ok(new);
+            }
+            let finished = object::is_deleting(&new) && object::finalizers(&new).is_empty();
+            let op = if finished {
+                WriteOp::Delete(object::to_stored(&new))
+            } else {
+                WriteOp::Put(object::to_stored(&new))
+            };
+            match self
+                .inner
+                .store
+                .write(Write {
+                    key: key.clone(),
+                    precondition: Precondition::Revision(cur.revision),
+                    op,
+                })
+                .await
+            {
+                Ok(c) => return object::from_stored(&c.value).map_err(ApiError::internal),
+                Err(wasmgate_storage::StorageError::Conflict { .. }) if pinned.is_none() => {
+                    continue;
+                }
+                Err(e) => return Err(storage_error(e, target)),
+            }
+        }
+        Err(ApiError::internal("too many conflicting updates"))
+    }
+}
+
+impl ResourceType {
+    /// `resource` or `resource.group`.
+    pub(crate) fn qualified_resource(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+}
+
+fn truncate(s: &str, n: usize) -> &str {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+pub(crate) fn encode_json(v: &Value, pretty: bool) -> Vec<u8> {
+    if pretty {
+        serde_json::to_vec_pretty(v).unwrap_or_default()
+    } else {
+        serde_json::to_vec(v).unwrap_or_default()
+    }
+}
+
+pub(crate) fn response(
+    code: StatusCode,
+    content_type: &'static str,
+    bytes: impl Into<Bytes>,
+) -> Response<Body> {
+    let mut r = Response::new(body::full(bytes));
+    *r.status_mut() = code;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+/// Label and field selector filtering for lists and watches (`SEL-01`, `GAP-04`).
+pub(crate) struct Filter {
+    pub(crate) labels: selectors::LabelSelector,
+    pub(crate) fields: selectors::FieldSelector,
+    group: String,
+    resource: String,
+}
+
+impl Filter {
+    pub(crate) fn new(
+        rt: &ResourceType,
+        labels: selectors::LabelSelector,
+        fields: selectors::FieldSelector,
+    ) -> ApiResult<Filter> {
+        if let Some(f) = fields
+            .first_unsupported(|f| selectors::builtin_field_supported(&rt.group, &rt.resource, f))
+        {
+            return Err(Status::bad_request(selectors::builtin_field_label_error(
+                &rt.group,
+                &rt.resource,
+                f,
+            ))
+            .into());
+        }
+        Ok(Filter {
+            labels,
+            fields,
+            group: rt.group.clone(),
+            resource: rt.resource.clone(),
+        })
+    }
+
+    pub(crate) fn is_everything(&self) -> bool {
+        self.labels.is_everything() && self.fields.is_everything()
+    }
+
+    pub(crate) fn matches(&self, obj: &Value) -> bool {
+        let labels = meta(obj).get("labels").and_then(Value::as_object);
+        self.labels.matches(labels)
+            && self
+                .fields
+                .matches(|f| selectors::builtin_field_value(&self.group, &self.resource, obj, f))
+    }
+}

@@ -1,0 +1,39 @@
+//! `deletecollection` (`VERB-05`, `DEL-05`): deletes every object the selectors match,
+//! each as a single delete would, and returns them as a list.
+
+use bytes::Bytes;
+use http::Response;
+use wasmgate_apimachinery::options::{ListOptions, ListSemantics};
+use wasmgate_apimachinery::status::Status;
+
+use super::delete::{Deleted, delete_one, delete_options};
+use super::list::read_list;
+use super::{Ctx, Filter, Obj};
+use crate::body::Body;
+use crate::error::{ApiError, ApiResult};
+use crate::object::{self, meta_str};
+
+pub(super) async fn delete_collection(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
+    let opts = delete_options(ctx, &body)?;
+    let list_opts = ListOptions::from_query(&ctx.query).map_err(|e| Status::bad_request(e.0))?;
+    let filter = Filter::new(
+        &ctx.rt,
+        list_opts.label_selector.clone(),
+        list_opts.field_selector.clone(),
+    )?;
+    let listed = read_list(ctx, &filter, ListSemantics::MostRecent, 0).await?;
+    let mut deleted = Vec::new();
+    for item in listed.items {
+        let Obj::Raw(bytes) = item else { continue };
+        let obj = object::from_stored(&bytes).map_err(ApiError::internal)?;
+        let name = meta_str(&obj, "name").unwrap_or("").to_owned();
+        let ns = meta_str(&obj, "namespace").map(str::to_owned);
+        match delete_one(ctx, ns.as_deref(), &name, &opts).await {
+            Ok(Deleted::Removed(o) | Deleted::Pending(o)) => deleted.push(Obj::Value(o)),
+            // Gone meanwhile: nothing to report.
+            Err(e) if e.status.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    ctx.respond_list(deleted, ctx.inner.store.revision(), "", None)
+}

@@ -1,0 +1,91 @@
+//! `patch` (`PATCH-01`..`PATCH-04`): JSON patch (with `test`), merge patch and strategic
+//! merge patch, applied to the current object and then written like an update. A patch
+//! that sets `metadata.resourceVersion` is a precondition (409 when stale); a patch that
+//! changes nothing writes nothing.
+
+use bytes::Bytes;
+use http::{Response, StatusCode, header};
+use serde_json::Value;
+use wasmgate_apimachinery::media::{self, PatchType};
+use wasmgate_apimachinery::options::WriteOptions;
+use wasmgate_apimachinery::status::Status;
+use wasmgate_apimachinery::strategic_merge::{self, SmpError};
+
+use super::{Ctx, Obj};
+use crate::body::Body;
+use crate::error::{ApiError, ApiResult};
+use crate::handler::header_str;
+
+pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
+    let opts = WriteOptions::from_query(&ctx.query).map_err(|e| Status::bad_request(e.0))?;
+    let ty = media::patch_type(header_str(&ctx.headers, header::CONTENT_TYPE))
+        .map_err(|e| Status::failure(415, "UnsupportedMediaType", e.to_string()))?;
+    if ty == PatchType::Apply {
+        return Err(Status::failure(
+            415,
+            "UnsupportedMediaType",
+            "server-side apply (application/apply-patch+yaml) is not implemented by this server yet",
+        )
+        .into());
+    }
+    if opts.force.is_some() {
+        return Err(Status::bad_request(
+            "force: Forbidden: may not be specified for non-apply patch",
+        )
+        .into());
+    }
+    let patch: Value = serde_json::from_slice(&body)
+        .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
+    let json_patch: Option<json_patch::Patch> = match ty {
+        PatchType::Json => Some(
+            serde_json::from_value(patch.clone())
+                .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?,
+        ),
+        _ => {
+            if !patch.is_object() {
+                return Err(Status::bad_request(
+                    "error decoding patch: json: cannot unmarshal non-object into Go value of type map[string]interface {}",
+                )
+                .into());
+            }
+            None
+        }
+    };
+    let schema = strategic_merge::builtin_schema(&ctx.api_version(), &ctx.rt.kind);
+    let name = ctx.name().to_owned();
+    let mut warnings = Vec::new();
+    let stored = ctx
+        .guaranteed_update(&name, opts.dry_run, |current| {
+            let mut new = match (ty, &json_patch) {
+                (PatchType::Json, Some(p)) => {
+                    let mut doc = current.clone();
+                    json_patch::patch(&mut doc, p).map_err(|e| {
+                        ApiError::from(Status::failure(422, "Invalid", format!("the server rejected our request due to an error in our request: {e}")))
+                    })?;
+                    doc
+                }
+                (PatchType::Merge, _) => {
+                    let mut doc = current.clone();
+                    json_patch::merge(&mut doc, &patch);
+                    doc
+                }
+                _ => strategic_merge::apply(current, &patch, &schema).map_err(smp_error)?,
+            };
+            ctx.check_type_meta(&mut new)?;
+            ctx.check_fields_into(&mut new, &[], opts.field_validation, &mut warnings)?;
+            ctx.before_update(&mut new, current)?;
+            Ok(new)
+        })
+        .await?;
+    warnings.sort();
+    warnings.dedup();
+    ctx.warnings.extend(warnings);
+    ctx.respond_object(StatusCode::OK, Obj::Value(stored))
+}
+
+fn smp_error(e: SmpError) -> ApiError {
+    match e {
+        SmpError::InvalidPatch { .. } => Status::bad_request(e.to_string()).into(),
+        other => Status::failure(422, "Invalid", other.to_string()).into(),
+    }
+}

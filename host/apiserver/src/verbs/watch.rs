@@ -1,0 +1,359 @@
+//! `watch` (`WATCH-01`..`WATCH-06`, `WATCH-08`, `STREAM-01`..`STREAM-04`, `GAP-02`,
+//! `GAP-03`): a chunked stream of `{"type":…,"object":…}` lines.
+//!
+//! Errors known before the stream starts (bad options, a compacted revision) are plain
+//! HTTP errors; errors after it started are an `ERROR` event with a Status, then the end.
+//! The stream ends cleanly at `timeoutSeconds`, at shutdown, or when the client leaves.
+//!
+//! ## Cancel safety
+//! A slow client slows only its own stream: frames go through a small channel, and while
+//! it is full the watcher stops reading (its cursor stays; events stay in the store's ring
+//! or log), so memory does not grow with the backlog.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use http::{HeaderValue, Response, StatusCode, header};
+use rand::Rng;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use wasmgate_apimachinery::media::Output;
+use wasmgate_apimachinery::options::{ListOptions, ListSemantics, WatchStart, watch_start};
+use wasmgate_apimachinery::status::Status;
+use wasmgate_apimachinery::table::{self, IncludeObject};
+use wasmgate_storage::{Event, EventKind, StorageError, Watcher};
+
+use super::list::read_list;
+use super::{Ctx, Filter, Obj};
+use crate::body::{self, Body};
+use crate::error::{ApiResult, storage_error};
+use crate::object::{self, meta};
+
+/// Frames buffered per watch before the watcher waits for the client.
+const CHANNEL_FRAMES: usize = 64;
+
+pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
+    let opts = ListOptions::from_query(&ctx.query).map_err(|e| Status::bad_request(e.0))?;
+    let filter = Filter::new(
+        &ctx.rt,
+        opts.label_selector.clone(),
+        opts.field_selector.clone(),
+    )?;
+    let start = watch_start(&opts).map_err(|e| Status::bad_request(e.0))?;
+    let output = match ctx.output()? {
+        Output::Yaml => {
+            return Err(Status::failure(406, "NotAcceptable", "only the following media types are accepted: application/json, application/json;as=Table").into());
+        }
+        o => o,
+    };
+    let include = ctx.include_object()?;
+    let store = &ctx.inner.store;
+    let prefix = ctx.rt.namespace_prefix(ctx.namespace());
+    // Where the stream starts, and the synthetic ADDED events that come first.
+    let (initial, from, initial_bookmark) = match start {
+        WatchStart::InitialState {
+            bookmark,
+            not_older_than,
+        } => {
+            let semantics = match not_older_than {
+                Some(rev) => ListSemantics::NotOlderThan(rev),
+                None => ListSemantics::MostRecent,
+            };
+            let listed = read_list(ctx, &filter, semantics, 0).await?;
+            (listed.items, listed.revision, bookmark)
+        }
+        WatchStart::After(rev) => (Vec::new(), rev, false),
+        WatchStart::Now => (Vec::new(), store.revision(), false),
+    };
+    let watcher = store
+        .watch(&prefix, from)
+        .map_err(|e| storage_error(e, ctx.target("")))?;
+    let timeout = match opts.timeout_seconds {
+        Some(s) => Duration::from_secs(s),
+        None => {
+            let min = ctx.inner.options.min_request_timeout;
+            min + min.mul_f64(rand::rng().random::<f64>())
+        }
+    };
+    let (tx, rx) = mpsc::channel(CHANNEL_FRAMES);
+    let stream = Stream {
+        tx,
+        filter,
+        output,
+        include,
+        group: ctx.rt.group.clone(),
+        resource: ctx.rt.resource.clone(),
+        kind: ctx.rt.kind.clone(),
+        api_version: ctx.api_version(),
+        sent_columns: false,
+    };
+    let bookmarks = opts
+        .allow_watch_bookmarks
+        .then_some(ctx.inner.options.bookmark_interval);
+    let shutdown = ctx.inner.shutdown.subscribe();
+    tokio::spawn(stream.run(
+        initial,
+        from,
+        initial_bookmark,
+        watcher,
+        bookmarks,
+        timeout,
+        shutdown,
+    ));
+    let mut resp = Response::new(body::channel(rx));
+    *resp.status_mut() = StatusCode::OK;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    Ok(resp)
+}
+
+/// The decoded object and previous object of an event, shared by every watcher of it.
+struct DecodedEvent {
+    obj: Option<Value>,
+    prev: Option<Value>,
+}
+
+fn decoded(ev: &Event) -> Arc<dyn Any + Send + Sync> {
+    ev.cache
+        .get_or_init(|| {
+            Arc::new(DecodedEvent {
+                obj: object::from_stored(&ev.value).ok(),
+                prev: ev
+                    .prev
+                    .as_ref()
+                    .and_then(|p| object::from_stored(&p.value).ok()),
+            })
+        })
+        .clone()
+}
+
+struct Stream {
+    tx: mpsc::Sender<Bytes>,
+    filter: Filter,
+    output: Output,
+    include: IncludeObject,
+    group: String,
+    resource: String,
+    kind: String,
+    api_version: String,
+    /// Table streams send column definitions with the first row only.
+    sent_columns: bool,
+}
+
+impl Stream {
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one call site; the parts of one watch"
+    )]
+    async fn run(
+        mut self,
+        initial: Vec<Obj>,
+        from: u64,
+        initial_bookmark: bool,
+        mut watcher: Watcher,
+        bookmarks: Option<Duration>,
+        timeout: Duration,
+        mut shutdown: tokio::sync::watch::Receiver<bool>,
+    ) {
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let mut ticker = bookmarks
+            .map(|every| tokio::time::interval_at(tokio::time::Instant::now() + every, every));
+        for item in initial {
+            let frame = match item {
+                Obj::Raw(raw) => self.frame("ADDED", &raw, None),
+                Obj::Value(v) => self.frame(
+                    "ADDED",
+                    &Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),
+                    Some(&v),
+                ),
+            };
+            if !self.send(frame, &mut shutdown, &mut deadline).await {
+                return;
+            }
+        }
+        if initial_bookmark {
+            let frame = self.bookmark(from, true);
+            if !self.send(frame, &mut shutdown, &mut deadline).await {
+                return;
+            }
+        }
+        loop {
+            let mut bookmark_due = false;
+            let next = tokio::select! {
+                biased;
+                _ = shutdown.wait_for(|s| *s) => return,
+                _ = &mut deadline => return,
+                _ = self.tx.closed() => return,
+                ev = watcher.next() => Some(ev),
+                _ = async {
+                    match ticker.as_mut() {
+                        Some(t) => { t.tick().await; }
+                        None => std::future::pending::<()>().await,
+                    }
+                } => { bookmark_due = true; None }
+            };
+            let frame = match next {
+                Some(Ok(ev)) => match self.event_frame(&ev) {
+                    Some(f) => f,
+                    None => continue,
+                },
+                Some(Err(StorageError::Closed)) => return,
+                Some(Err(e)) => {
+                    let status = match e {
+                        StorageError::Compacted {
+                            requested,
+                            compacted,
+                        } => Status::expired(format!(
+                            "too old resource version: {requested} ({compacted})"
+                        )),
+                        other => {
+                            tracing::warn!(error = %crate::error::error_chain(&other), "watch failed");
+                            Status::internal()
+                        }
+                    };
+                    let mut f = BytesMut::new();
+                    f.put_slice(br#"{"type":"ERROR","object":"#);
+                    f.put_slice(&status.to_json());
+                    f.put_slice(b"}\n");
+                    let _ = self.send(f.freeze(), &mut shutdown, &mut deadline).await;
+                    return;
+                }
+                None if bookmark_due && !watcher.has_buffered() => {
+                    self.bookmark(watcher.progress(), false)
+                }
+                None => continue,
+            };
+            if !self.send(frame, &mut shutdown, &mut deadline).await {
+                return;
+            }
+        }
+    }
+
+    async fn send(
+        &self,
+        frame: Bytes,
+        shutdown: &mut tokio::sync::watch::Receiver<bool>,
+        deadline: &mut std::pin::Pin<&mut tokio::time::Sleep>,
+    ) -> bool {
+        tokio::select! {
+            r = self.tx.send(frame) => r.is_ok(),
+            _ = shutdown.wait_for(|s| *s) => false,
+            _ = deadline.as_mut() => false,
+        }
+    }
+
+    /// The frame for a store event, or `None` when this watcher's selectors hide it.
+    fn event_frame(&mut self, ev: &Event) -> Option<Bytes> {
+        if self.filter.is_everything() {
+            let ty = match (ev.kind, &ev.prev) {
+                (EventKind::Put, None) => "ADDED",
+                (EventKind::Put, Some(_)) => "MODIFIED",
+                (EventKind::Delete, _) => "DELETED",
+            };
+            return Some(self.frame_with_cache(ty, ev));
+        }
+        let d = decoded(ev);
+        let d = d.downcast_ref::<DecodedEvent>()?;
+        let was = d.prev.as_ref().is_some_and(|p| self.filter.matches(p));
+        let ty = match ev.kind {
+            EventKind::Delete => was.then_some("DELETED")?,
+            EventKind::Put => {
+                let is = d.obj.as_ref().is_some_and(|o| self.filter.matches(o));
+                match (was, is) {
+                    (false, true) => "ADDED",
+                    (true, true) => "MODIFIED",
+                    // Left the selection: to this watcher the object is gone.
+                    (true, false) => "DELETED",
+                    (false, false) => return None,
+                }
+            }
+        };
+        Some(self.frame_with_cache(ty, ev))
+    }
+
+    fn frame_with_cache(&mut self, ty: &str, ev: &Event) -> Bytes {
+        match self.output {
+            Output::Json => self.frame(ty, &ev.value, None),
+            _ => {
+                let d = decoded(ev);
+                let obj = d
+                    .downcast_ref::<DecodedEvent>()
+                    .and_then(|d| d.obj.as_ref());
+                self.frame(ty, &ev.value, obj)
+            }
+        }
+    }
+
+    /// `{"type":ty,"object":…}\n` in the stream's output form.
+    fn frame(&mut self, ty: &str, raw: &Bytes, decoded: Option<&Value>) -> Bytes {
+        let mut f = BytesMut::with_capacity(raw.len() + 40);
+        f.put_slice(br#"{"type":""#);
+        f.put_slice(ty.as_bytes());
+        f.put_slice(br#"","object":"#);
+        match self.output {
+            Output::Json | Output::Yaml => f.put_slice(raw),
+            Output::Table(v) | Output::PartialObjectMetadata(v) => {
+                let owned;
+                let obj = match decoded {
+                    Some(o) => o,
+                    None => {
+                        owned = object::from_stored(raw).unwrap_or(Value::Null);
+                        &owned
+                    }
+                };
+                let out = if let Output::Table(_) = self.output {
+                    let now = time::OffsetDateTime::now_utc();
+                    let rv = object::meta_str(obj, "resourceVersion").unwrap_or("");
+                    let columns = if self.sent_columns {
+                        Vec::new()
+                    } else {
+                        self.sent_columns = true;
+                        table::columns_for(&self.group, &self.resource)
+                    };
+                    table::Table {
+                        api_version: v.api_version().into(),
+                        metadata: table::list_metadata(rv, "", None),
+                        column_definitions: columns,
+                        rows: vec![table::build_row(
+                            &self.group,
+                            &self.resource,
+                            obj,
+                            self.include,
+                            v.api_version(),
+                            now,
+                        )],
+                    }
+                    .to_json()
+                } else {
+                    json!({"kind": "PartialObjectMetadata", "apiVersion": v.api_version(), "metadata": meta(obj)})
+                };
+                f.put_slice(&serde_json::to_vec(&out).unwrap_or_default());
+            }
+        }
+        f.put_slice(b"}\n");
+        f.freeze()
+    }
+
+    /// A BOOKMARK: every change up to `rev` has been sent (`WATCH-06`); with `end`, it also
+    /// marks the end of the initial events of a streaming list (`GAP-03`).
+    fn bookmark(&self, rev: u64, end: bool) -> Bytes {
+        let mut m = json!({"resourceVersion": rev.to_string()});
+        if end {
+            m["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let obj = json!({"kind": self.kind, "apiVersion": self.api_version, "metadata": m});
+        let mut f =
+            serde_json::to_vec(&json!({"type": "BOOKMARK", "object": obj})).unwrap_or_default();
+        f.push(b'\n');
+        Bytes::from(f)
+    }
+}

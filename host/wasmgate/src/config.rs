@@ -1,0 +1,130 @@
+//! Configuration: plain data with defaults. Only `main.rs` reads files, environment and
+//! flags; tests build a [`Config`] in code.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Everything needed to start the gateway.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct Config {
+    /// Data directory: the store, the PKI and `admin.kubeconfig`.
+    pub data_dir: PathBuf,
+    /// HTTPS listen address.
+    pub listen: SocketAddr,
+    /// Extra subject alternative names for the serving certificate (DNS names or IPs).
+    pub tls_sans: Vec<String>,
+    /// Optional plain-HTTP listener. It has no authentication: every request acts as an
+    /// administrator. Bind it to loopback only.
+    pub insecure_listen: Option<SocketAddr>,
+    /// Which storage engine.
+    pub storage: StorageConfig,
+    /// Protocol tuning.
+    pub limits: Limits,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from("./wasmgate-data"),
+            listen: SocketAddr::from(([127, 0, 0, 1], 6443)),
+            tls_sans: Vec::new(),
+            insecure_listen: None,
+            storage: StorageConfig::Embedded { cache_mib: 256 },
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// The storage engine, chosen by its `type` tag.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum StorageConfig {
+    /// The embedded redb engine, in `DATA_DIR/store.redb` (default).
+    Embedded {
+        /// Page cache in MiB.
+        #[serde(default = "default_cache_mib", rename = "cache-mib")]
+        cache_mib: usize,
+    },
+    /// The embedded engine in memory only: nothing survives a restart.
+    Memory,
+}
+
+fn default_cache_mib() -> usize {
+    256
+}
+
+/// Protocol tuning knobs.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct Limits {
+    /// Largest request body in bytes (413 above).
+    pub max_request_body_bytes: usize,
+    /// Most non-watch requests in flight (429 above).
+    pub max_in_flight: usize,
+    /// Seconds between watch bookmarks.
+    pub bookmark_interval_seconds: u64,
+    /// History kept for watches and continue tokens, in seconds (at least 300).
+    pub history_retention_seconds: u64,
+    /// Seconds between compactions.
+    pub compaction_interval_seconds: u64,
+    /// Watches without `timeoutSeconds` end after [1x, 2x) of this many seconds.
+    pub min_request_timeout_seconds: u64,
+    /// Seconds in-flight requests get to finish at shutdown.
+    pub shutdown_drain_seconds: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_request_body_bytes: 3 * 1024 * 1024,
+            max_in_flight: 1000,
+            bookmark_interval_seconds: 60,
+            history_retention_seconds: 300,
+            compaction_interval_seconds: 60,
+            min_request_timeout_seconds: 1800,
+            shutdown_drain_seconds: 30,
+        }
+    }
+}
+
+impl Limits {
+    /// The API server's options for these limits.
+    pub fn api_options(&self, advertise: &str) -> wasmgate_apiserver::Options {
+        wasmgate_apiserver::Options {
+            bookmark_interval: Duration::from_secs(self.bookmark_interval_seconds.max(1)),
+            min_request_timeout: Duration::from_secs(self.min_request_timeout_seconds.max(1)),
+            max_request_body_bytes: self.max_request_body_bytes,
+            max_in_flight: self.max_in_flight,
+            history_retention: Duration::from_secs(self.history_retention_seconds),
+            compaction_interval: Duration::from_secs(self.compaction_interval_seconds.max(1)),
+            advertise_address: advertise.to_owned(),
+            ..wasmgate_apiserver::Options::default()
+        }
+    }
+}
+
+/// Parses a config file: YAML (JSON is YAML too).
+pub fn parse(text: &str) -> anyhow::Result<Config> {
+    Ok(serde_saphyr::from_str(text)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_file_overrides_defaults_and_rejects_unknown_keys() {
+        let c = parse("listen: 0.0.0.0:7443\nstorage:\n  type: memory\nlimits:\n  bookmark-interval-seconds: 5\n").unwrap();
+        assert_eq!(c.listen.port(), 7443);
+        assert_eq!(c.storage, StorageConfig::Memory);
+        assert_eq!(c.limits.bookmark_interval_seconds, 5);
+        assert_eq!(c.data_dir, PathBuf::from("./wasmgate-data"));
+        assert!(parse("lisen: 1.2.3.4:5\n").is_err());
+        let e = parse("storage:\n  type: embedded\n  cache-mib: 64\n").unwrap();
+        assert_eq!(e.storage, StorageConfig::Embedded { cache_mib: 64 });
+    }
+}

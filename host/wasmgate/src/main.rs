@@ -1,0 +1,153 @@
+//! The `wasmgate` binary: flags, environment and config file into a [`Config`], logging,
+//! signals. Precedence: defaults < config file < environment < flags.
+#![forbid(unsafe_code)]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the binary is where configuration is read"
+)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use wasmgate::{Config, Gateway, config};
+
+/// A Kubernetes-compatible API server for your own resource types.
+#[derive(Debug, Parser)]
+#[command(name = "wasmgate", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the gateway: HTTPS on --listen, store and PKI in --data-dir, and the admin
+    /// kubeconfig written to DATA_DIR/admin.kubeconfig before it reports ready.
+    Serve(ServeArgs),
+    /// Print the effective configuration (defaults < file < environment < flags) as YAML.
+    Config(ServeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// Data directory (store, PKI, admin.kubeconfig) [default: ./wasmgate-data]
+    #[arg(long, env = "WASMGATE_DATA_DIR", value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// HTTPS listen address [default: 127.0.0.1:6443]
+    #[arg(long, env = "WASMGATE_LISTEN", value_name = "ADDR:PORT")]
+    listen: Option<SocketAddr>,
+    /// Configuration file (YAML or JSON; keys as in `wasmgate config`)
+    #[arg(long, env = "WASMGATE_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Extra subject alternative name for the serving certificate (repeatable)
+    #[arg(long = "tls-san", value_name = "NAME|IP")]
+    tls_sans: Vec<String>,
+    /// Also serve plain HTTP here, WITHOUT authentication (every request acts as an
+    /// administrator). Only with this explicit flag; bind it to loopback
+    #[arg(long, env = "WASMGATE_INSECURE_LISTEN", value_name = "ADDR:PORT")]
+    insecure_listen: Option<SocketAddr>,
+    /// Storage engine: `embedded` (redb file in the data directory) or `memory`
+    #[arg(long, env = "WASMGATE_STORAGE", value_name = "ENGINE")]
+    storage: Option<StorageKind>,
+    /// Seconds between watch bookmarks [default: 60]
+    #[arg(long, value_name = "SECONDS")]
+    bookmark_interval: Option<u64>,
+    /// History kept for watches and continue tokens, in seconds [default: 300]
+    #[arg(long, value_name = "SECONDS")]
+    history_retention: Option<u64>,
+    /// Log filter (tracing EnvFilter syntax) [default: info, or RUST_LOG]
+    #[arg(long, env = "WASMGATE_LOG", value_name = "FILTER")]
+    log: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum StorageKind {
+    Embedded,
+    Memory,
+}
+
+fn effective_config(args: &ServeArgs) -> anyhow::Result<Config> {
+    let mut c = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            config::parse(&text).with_context(|| format!("parsing {}", path.display()))?
+        }
+        None => Config::default(),
+    };
+    if let Some(d) = &args.data_dir {
+        c.data_dir = d.clone();
+    }
+    if let Some(l) = args.listen {
+        c.listen = l;
+    }
+    c.tls_sans.extend(args.tls_sans.iter().cloned());
+    if args.insecure_listen.is_some() {
+        c.insecure_listen = args.insecure_listen;
+    }
+    match args.storage {
+        Some(StorageKind::Memory) => c.storage = config::StorageConfig::Memory,
+        Some(StorageKind::Embedded) if c.storage == config::StorageConfig::Memory => {
+            c.storage = config::StorageConfig::Embedded { cache_mib: 256 };
+        }
+        _ => {}
+    }
+    if let Some(b) = args.bookmark_interval {
+        c.limits.bookmark_interval_seconds = b;
+    }
+    if let Some(h) = args.history_retention {
+        c.limits.history_retention_seconds = h;
+    }
+    Ok(c)
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Config(args) => {
+            let c = effective_config(&args)?;
+            print!("{}", serde_saphyr::to_string(&c)?);
+            Ok(())
+        }
+        Command::Serve(args) => {
+            let filter = args
+                .log
+                .clone()
+                .or_else(|| std::env::var("RUST_LOG").ok())
+                .unwrap_or_else(|| "info".into());
+            tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                .with_writer(std::io::stderr)
+                .init();
+            let config = effective_config(&args)?;
+            let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?
+                .block_on(run(config))
+        }
+    }
+}
+
+async fn run(config: Config) -> anyhow::Result<()> {
+    let gw = Gateway::start(&config).await?;
+    // One line tests and scripts wait for; the kubeconfig exists when it is printed.
+    println!(
+        "wasmgate ready: https://{} kubeconfig={}",
+        gw.https_addr,
+        gw.kubeconfig.display()
+    );
+    if let Some(a) = gw.insecure_addr {
+        println!("wasmgate insecure http listener (no authentication): http://{a}");
+    }
+    tracing::info!(addr = %gw.https_addr, kubeconfig = %gw.kubeconfig.display(), "serving");
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("shutting down");
+    gw.shutdown().await
+}
