@@ -1,6 +1,6 @@
 //! The engine and store contract suites (`STORE-01`, `STORE-02`, `RV-*`, `WATCH-04`,
-#![allow(clippy::unwrap_used, reason = "test code")]
 //! `WATCH-05`) against the embedded engine, on disk and in memory.
+#![allow(clippy::unwrap_used, reason = "test code")]
 
 use std::path::Path;
 use std::sync::Arc;
