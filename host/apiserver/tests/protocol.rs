@@ -1,0 +1,1595 @@
+//! In-process protocol tests: requests go straight to `ApiServer::handle` over an
+//! in-memory store, no sockets. Each test names the spec items it checks.
+#![allow(clippy::unwrap_used, reason = "test code")]
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use serde_json::{Value, json};
+use wasmgate_apiserver::{ApiServer, Options, User};
+use wasmgate_storage::{Store, StoreOptions};
+use wasmgate_storage_embedded::EmbeddedEngine;
+
+struct Server {
+    api: ApiServer,
+}
+
+struct Resp {
+    status: StatusCode,
+    headers: http::HeaderMap,
+    body: Bytes,
+}
+
+impl Resp {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&self.body)))
+    }
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    fn expect(self, code: u16) -> Resp {
+        assert_eq!(self.status.as_u16(), code, "{}", self.text());
+        self
+    }
+    fn reason(&self) -> String {
+        self.json()["reason"].as_str().unwrap_or("").to_owned()
+    }
+}
+
+fn admin() -> User {
+    User {
+        name: "admin".into(),
+        groups: vec!["system:masters".into()],
+    }
+}
+
+impl Server {
+    async fn new() -> Server {
+        Self::with(Options::default()).await
+    }
+
+    async fn with(options: Options) -> Server {
+        let engine = std::sync::Arc::new(EmbeddedEngine::in_memory().unwrap());
+        let store = Store::open(engine, StoreOptions::default()).await.unwrap();
+        Server {
+            api: ApiServer::new(store, options).await.unwrap(),
+        }
+    }
+
+    async fn raw(
+        &self,
+        method: Method,
+        uri: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<Bytes>,
+        user: Option<User>,
+    ) -> Resp {
+        let mut b = Request::builder().method(method).uri(uri);
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        let req = b.body(Full::new(body.into())).unwrap();
+        let resp = self.api.handle(req, user).await;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        Resp {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    async fn req(&self, method: Method, uri: &str, body: Value) -> Resp {
+        let bytes = if body.is_null() {
+            Bytes::new()
+        } else {
+            Bytes::from(body.to_string())
+        };
+        self.raw(
+            method,
+            uri,
+            &[("content-type", "application/json")],
+            bytes,
+            Some(admin()),
+        )
+        .await
+    }
+
+    async fn get(&self, uri: &str) -> Resp {
+        self.req(Method::GET, uri, Value::Null).await
+    }
+
+    async fn create_ns(&self, name: &str) {
+        self.req(
+            Method::POST,
+            "/api/v1/namespaces",
+            json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":name}}),
+        )
+        .await
+        .expect(201);
+    }
+
+    async fn create_cm(&self, ns: &str, name: &str, labels: Value) -> Value {
+        self.req(
+            Method::POST,
+            &format!("/api/v1/namespaces/{ns}/configmaps"),
+            json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":name,"labels":labels},"data":{"k":"v"}}),
+        )
+        .await
+        .expect(201)
+        .json()
+    }
+
+    /// Opens a watch and returns a reader of its lines.
+    async fn watch(&self, uri: &str) -> WatchReader {
+        let req = Request::builder()
+            .uri(uri)
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let resp = self.api.handle(req, Some(admin())).await;
+        assert_eq!(resp.status(), StatusCode::OK);
+        WatchReader {
+            body: resp.into_body(),
+            buf: Vec::new(),
+        }
+    }
+}
+
+struct WatchReader {
+    body: wasmgate_apiserver::Body,
+    buf: Vec<u8>,
+}
+
+impl WatchReader {
+    /// The next event, or None when the stream ended.
+    async fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(pos) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=pos).collect();
+                return Some(serde_json::from_slice(&line).unwrap());
+            }
+            let frame = tokio::time::timeout(Duration::from_secs(10), self.body.frame())
+                .await
+                .expect("watch event within 10s")?;
+            if let Ok(data) = frame.unwrap().into_data() {
+                self.buf.extend_from_slice(&data);
+            }
+        }
+    }
+
+    /// Whether nothing arrives within `d`.
+    async fn quiet_for(&mut self, d: Duration) -> bool {
+        if self.buf.contains(&b'\n') {
+            return false;
+        }
+        tokio::time::timeout(d, self.body.frame()).await.is_err()
+    }
+}
+
+fn rv(obj: &Value) -> u64 {
+    obj["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn gap_01_version_and_discovery() {
+    let s = Server::new().await;
+    let v = s.get("/version").await.expect(200).json();
+    assert_eq!(
+        (v["major"].as_str(), v["minor"].as_str()),
+        (Some("1"), Some("32"))
+    );
+    let agg =
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    let r = s
+        .raw(Method::GET, "/apis", &[("accept", agg)], "", Some(admin()))
+        .await
+        .expect(200);
+    assert_eq!(
+        r.headers["content-type"],
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    );
+    let etag = r.headers["etag"].to_str().unwrap().to_owned();
+    let r2 = s
+        .raw(
+            Method::GET,
+            "/apis",
+            &[("accept", agg), ("if-none-match", &etag)],
+            "",
+            Some(admin()),
+        )
+        .await;
+    assert_eq!(r2.status, StatusCode::NOT_MODIFIED);
+    let legacy = s.get("/api").await.expect(200).json();
+    assert_eq!(legacy["kind"], "APIVersions");
+    assert_eq!(
+        s.get("/api/v1").await.expect(200).json()["kind"],
+        "APIResourceList"
+    );
+    assert_eq!(
+        s.get("/apis/coordination.k8s.io").await.expect(200).json()["kind"],
+        "APIGroup"
+    );
+    s.get("/apis/nope.io/v1").await.expect(404);
+    let r = s
+        .raw(
+            Method::GET,
+            "/api",
+            &[("accept", "application/xml")],
+            "",
+            Some(admin()),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_ACCEPTABLE);
+}
+
+#[tokio::test]
+async fn gap_01_openapi_v3_index_and_documents() {
+    let s = Server::new().await;
+    let index = s.get("/openapi/v3").await.expect(200).json();
+    let url = index["paths"]["api/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = s.get(&url).await.expect(200);
+    assert_eq!(r.headers["cache-control"], "public, immutable");
+    assert!(r.json()["components"]["schemas"]["io.k8s.api.core.v1.Secret"].is_object());
+    s.get("/openapi/v3/apis/nope/v1").await.expect(404);
+}
+
+#[tokio::test]
+async fn err_401_without_identity_but_health_is_public() {
+    let s = Server::new().await;
+    let r = s
+        .raw(Method::GET, "/api/v1/namespaces", &[], "", None)
+        .await
+        .expect(401);
+    assert_eq!(r.reason(), "Unauthorized");
+    s.raw(Method::GET, "/readyz", &[], "", None)
+        .await
+        .expect(200);
+    s.raw(Method::GET, "/version", &[], "", None)
+        .await
+        .expect(200);
+}
+
+#[tokio::test]
+async fn health_01_to_04() {
+    let s = Server::new().await;
+    let r = s.get("/readyz?verbose").await.expect(200);
+    assert!(r.text().contains("[+]storage ok"), "{}", r.text());
+    assert!(r.text().ends_with("readyz check passed\n"));
+    assert!(
+        s.get("/livez?verbose&exclude=storage")
+            .await
+            .expect(200)
+            .text()
+            .contains("[+]storage excluded: ok")
+    );
+    s.get("/livez/ping").await.expect(200);
+    s.get("/livez/nope").await.expect(404);
+    assert_eq!(s.get("/healthz").await.expect(200).text(), "ok");
+    s.api.begin_shutdown();
+    s.get("/readyz").await.expect(500);
+    s.get("/livez").await.expect(200);
+}
+
+#[tokio::test]
+async fn meta_crud_round_trip_and_status_codes() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let cm = s.create_cm("demo", "a", json!({"app":"x"})).await;
+    assert!(
+        cm["metadata"]["uid"].as_str().unwrap().len() == 36,
+        "META-04"
+    );
+    assert!(
+        cm["metadata"]["creationTimestamp"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z'),
+        "META-06"
+    );
+    let got = s
+        .get("/api/v1/namespaces/demo/configmaps/a")
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(got, cm);
+    // ERR-05: AlreadyExists.
+    let r = s
+        .req(
+            Method::POST,
+            "/api/v1/namespaces/demo/configmaps",
+            json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}),
+        )
+        .await
+        .expect(409);
+    assert_eq!(r.reason(), "AlreadyExists");
+    // UPD-01: update with the current RV works, with a stale one conflicts.
+    let mut upd = got.clone();
+    upd["data"]["k"] = json!("w");
+    let upd1 = s
+        .req(
+            Method::PUT,
+            "/api/v1/namespaces/demo/configmaps/a",
+            upd.clone(),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert!(rv(&upd1) > rv(&cm));
+    let r = s
+        .req(Method::PUT, "/api/v1/namespaces/demo/configmaps/a", upd)
+        .await
+        .expect(409);
+    assert_eq!(r.reason(), "Conflict");
+    // A no-op update keeps the RV.
+    let same = s
+        .req(
+            Method::PUT,
+            "/api/v1/namespaces/demo/configmaps/a",
+            upd1.clone(),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(rv(&same), rv(&upd1));
+    // Delete returns a success Status; then 404.
+    let d = s
+        .req(
+            Method::DELETE,
+            "/api/v1/namespaces/demo/configmaps/a",
+            Value::Null,
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        (d["kind"].as_str(), d["status"].as_str()),
+        (Some("Status"), Some("Success"))
+    );
+    let r = s
+        .get("/api/v1/namespaces/demo/configmaps/a")
+        .await
+        .expect(404);
+    assert_eq!(r.json()["message"], "configmaps \"a\" not found");
+    // ERR-04: unknown resource type.
+    assert_eq!(
+        s.get("/api/v1/namespaces/demo/widgets")
+            .await
+            .expect(404)
+            .reason(),
+        "NotFound"
+    );
+    // 405: POST to an object.
+    s.req(
+        Method::POST,
+        "/api/v1/namespaces/demo/configmaps/a",
+        json!({}),
+    )
+    .await
+    .expect(405);
+}
+
+#[tokio::test]
+async fn meta_02_generate_name_and_name_validation() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let r = s
+        .req(
+            Method::POST,
+            "/api/v1/namespaces/demo/configmaps",
+            json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"web-"}}),
+        )
+        .await
+        .expect(201)
+        .json();
+    let name = r["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("web-") && name.len() == 9);
+    let r = s
+        .req(
+            Method::POST,
+            "/api/v1/namespaces/demo/configmaps",
+            json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name"}}),
+        )
+        .await
+        .expect(422);
+    let j = r.json();
+    assert_eq!(j["reason"], "Invalid");
+    assert_eq!(j["details"]["causes"][0]["field"], "metadata.name");
+    assert!(
+        j["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value")
+    );
+    let r = s.req(Method::POST, "/api/v1/namespaces/demo/configmaps", json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name","labels":{"bad key!":"x"}}})).await.expect(422);
+    assert!(
+        r.json()["details"]["causes"].as_array().unwrap().len() >= 2,
+        "one cause per error: {}",
+        r.text()
+    );
+}
+
+#[tokio::test]
+async fn bad_input_gets_status_and_store_is_unchanged() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let before = s.api.store().revision();
+    let post = |body: &'static str, ct: &'static str| {
+        let s = &s;
+        async move {
+            s.raw(
+                Method::POST,
+                "/api/v1/namespaces/demo/configmaps",
+                &[("content-type", ct)],
+                body,
+                Some(admin()),
+            )
+            .await
+        }
+    };
+    assert_eq!(
+        post("{\"apiVersion\":", "application/json")
+            .await
+            .expect(400)
+            .reason(),
+        "BadRequest"
+    );
+    assert_eq!(
+        post("apiVersion: [", "application/yaml")
+            .await
+            .expect(400)
+            .reason(),
+        "BadRequest"
+    );
+    assert_eq!(
+        post("k8s\0garbage", "application/vnd.kubernetes.protobuf")
+            .await
+            .expect(400)
+            .reason(),
+        "BadRequest"
+    );
+    assert_eq!(
+        post("{}", "text/plain").await.expect(415).reason(),
+        "UnsupportedMediaType"
+    );
+    // Wrong apiVersion/kind for the URL.
+    let r = post(
+        r#"{"apiVersion":"v2","kind":"ConfigMap","metadata":{"name":"x"}}"#,
+        "application/json",
+    )
+    .await
+    .expect(400);
+    assert!(r.text().contains("does not match the expected API version"));
+    post(
+        r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}"#,
+        "application/json",
+    )
+    .await
+    .expect(400);
+    post(r#"{"metadata":{"name":"x"}}"#, "application/json")
+        .await
+        .expect(400);
+    // Type errors are 400 (FV-05).
+    let r = post(
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"a":1}}"#,
+        "application/json",
+    )
+    .await
+    .expect(400);
+    assert!(r.text().contains("cannot unmarshal number"), "{}", r.text());
+    // resourceVersion set on create.
+    post(
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","resourceVersion":"5"}}"#,
+        "application/json",
+    )
+    .await
+    .expect(400);
+    // Namespace mismatch.
+    post(
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"other"}}"#,
+        "application/json",
+    )
+    .await
+    .expect(400);
+    // 413 (> 3 MiB).
+    let big = format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"big"}},"data":{{"k":"{}"}}}}"#,
+        "x".repeat(3 * 1024 * 1024 + 10)
+    );
+    let r = s
+        .raw(
+            Method::POST,
+            "/api/v1/namespaces/demo/configmaps",
+            &[("content-type", "application/json")],
+            big,
+            Some(admin()),
+        )
+        .await
+        .expect(413);
+    assert_eq!(r.reason(), "RequestEntityTooLarge");
+    // 406.
+    let r = s
+        .raw(
+            Method::GET,
+            "/api/v1/namespaces/demo/configmaps",
+            &[("accept", "application/vnd.kubernetes.protobuf")],
+            "",
+            Some(admin()),
+        )
+        .await
+        .expect(406);
+    assert_eq!(r.reason(), "NotAcceptable");
+    // Unknown query parameter values.
+    s.get("/api/v1/namespaces/demo/configmaps?limit=abc")
+        .await
+        .expect(400);
+    s.get("/api/v1/namespaces/demo/configmaps?watch=maybe")
+        .await
+        .expect(400);
+    s.get("/api/v1/namespaces/demo/configmaps?labelSelector=a%20in")
+        .await
+        .expect(400);
+    s.get("/api/v1/namespaces/demo/configmaps?fieldSelector=spec.x%3Dy")
+        .await
+        .expect(400);
+    s.req(
+        Method::POST,
+        "/api/v1/namespaces/demo/configmaps?fieldValidation=Maybe",
+        json!({}),
+    )
+    .await
+    .expect(400);
+    s.req(
+        Method::POST,
+        "/api/v1/namespaces/demo/configmaps?dryRun=Some",
+        json!({}),
+    )
+    .await
+    .expect(400);
+    assert_eq!(s.api.store().revision(), before, "nothing was written");
+}
+
+#[tokio::test]
+async fn fv_01_to_04_field_validation_modes() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"v"},"bogusField":1,"data":{"a":"1"},"data":{"a":"2"}}"#;
+    let post = |q: &'static str| {
+        let s = &s;
+        async move {
+            s.raw(
+                Method::POST,
+                &format!("/api/v1/namespaces/demo/configmaps{q}"),
+                &[("content-type", "application/json")],
+                body,
+                Some(admin()),
+            )
+            .await
+        }
+    };
+    let r = post("?fieldValidation=Strict").await.expect(400);
+    assert!(
+        r.text().contains(r#"unknown field \"bogusField\""#),
+        "{}",
+        r.text()
+    );
+    assert!(
+        r.text().contains(r#"duplicate field \"data\""#),
+        "{}",
+        r.text()
+    );
+    let r = post("?fieldValidation=Warn").await.expect(201);
+    let warnings: Vec<_> = r
+        .headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].starts_with("299 - \""));
+    assert!(r.json().get("bogusField").is_none(), "FV-06: pruned");
+    assert_eq!(r.json()["data"]["a"], "2", "last duplicate wins");
+    s.req(
+        Method::DELETE,
+        "/api/v1/namespaces/demo/configmaps/v",
+        Value::Null,
+    )
+    .await
+    .expect(200);
+    let r = post("?fieldValidation=Ignore").await.expect(201);
+    assert!(r.headers.get("warning").is_none());
+}
+
+#[tokio::test]
+async fn dry_01_to_03_dry_run_writes_nothing() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let before = s.api.store().revision();
+    let r = s
+        .req(
+            Method::POST,
+            "/api/v1/namespaces/demo/configmaps?dryRun=All",
+            json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d"}}),
+        )
+        .await
+        .expect(201)
+        .json();
+    assert_eq!(r["metadata"]["name"], "d");
+    s.get("/api/v1/namespaces/demo/configmaps/d")
+        .await
+        .expect(404);
+    s.create_cm("demo", "e", json!({})).await;
+    let mid = s.api.store().revision();
+    s.req(
+        Method::PATCH,
+        "/api/v1/namespaces/demo/configmaps/e?dryRun=All",
+        json!({"data":{"k":"changed"}}),
+    )
+    .await;
+    let r = s
+        .raw(
+            Method::PATCH,
+            "/api/v1/namespaces/demo/configmaps/e?dryRun=All",
+            &[("content-type", "application/merge-patch+json")],
+            r#"{"data":{"k":"changed"}}"#,
+            Some(admin()),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json()["data"]["k"], "changed");
+    let r = s
+        .raw(
+            Method::DELETE,
+            "/api/v1/namespaces/demo/configmaps/e",
+            &[("content-type", "application/json")],
+            r#"{"dryRun":["All"]}"#,
+            Some(admin()),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.json()["status"], "Success");
+    assert_eq!(
+        s.get("/api/v1/namespaces/demo/configmaps/e")
+            .await
+            .expect(200)
+            .json()["data"]["k"],
+        "v"
+    );
+    assert_eq!(s.api.store().revision(), mid);
+    assert!(mid > before);
+}
+
+#[tokio::test]
+async fn patch_01_to_04_patch_types() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let cm = s.create_cm("demo", "p", json!({"a":"1"})).await;
+    let patch = |ct: &'static str, body: String| {
+        let s = &s;
+        async move {
+            s.raw(
+                Method::PATCH,
+                "/api/v1/namespaces/demo/configmaps/p",
+                &[("content-type", ct)],
+                body,
+                Some(admin()),
+            )
+            .await
+        }
+    };
+    let r = patch(
+        "application/json-patch+json",
+        r#"[{"op":"test","path":"/data/k","value":"v"},{"op":"add","path":"/data/j","value":"1"}]"#
+            .into(),
+    )
+    .await
+    .expect(200);
+    assert_eq!(r.json()["data"]["j"], "1");
+    let r = patch("application/json-patch+json", r#"[{"op":"test","path":"/data/k","value":"nope"},{"op":"add","path":"/data/z","value":"1"}]"#.into()).await.expect(422);
+    assert_eq!(r.reason(), "Invalid");
+    let r = patch(
+        "application/merge-patch+json",
+        r#"{"metadata":{"labels":{"a":null,"b":"2"}}}"#.into(),
+    )
+    .await
+    .expect(200)
+    .json();
+    assert_eq!(r["metadata"]["labels"], json!({"b":"2"}));
+    let r = patch(
+        "application/strategic-merge-patch+json",
+        r#"{"data":{"k":null,"s":"1"},"metadata":{"finalizers":["x.io/f"]}}"#.into(),
+    )
+    .await
+    .expect(200)
+    .json();
+    assert_eq!(r["data"], json!({"j":"1","s":"1"}));
+    assert_eq!(r["metadata"]["finalizers"], json!(["x.io/f"]));
+    // A patch carrying a stale resourceVersion is a precondition (409).
+    let stale = format!(
+        r#"{{"metadata":{{"resourceVersion":"{}"}},"data":{{"q":"1"}}}}"#,
+        rv(&cm)
+    );
+    assert_eq!(
+        patch("application/merge-patch+json", stale)
+            .await
+            .expect(409)
+            .reason(),
+        "Conflict"
+    );
+    // A no-op patch does not bump the resourceVersion.
+    let cur = s.get("/api/v1/namespaces/demo/configmaps/p").await.json();
+    let r = patch(
+        "application/merge-patch+json",
+        r#"{"data":{"s":"1"}}"#.into(),
+    )
+    .await
+    .expect(200)
+    .json();
+    assert_eq!(rv(&r), rv(&cur));
+    patch("application/apply-patch+yaml", "{}".into())
+        .await
+        .expect(415);
+    patch("application/json", "{}".into()).await.expect(415);
+    patch("application/merge-patch+json", "[1]".into())
+        .await
+        .expect(400);
+    assert_eq!(
+        s.req(
+            Method::PATCH,
+            "/api/v1/namespaces/demo/configmaps/missing",
+            json!({})
+        )
+        .await
+        .status,
+        415
+    );
+    patch(
+        "application/merge-patch+json",
+        r#"{"data":{"bad":1}}"#.into(),
+    )
+    .await
+    .expect(400);
+}
+
+#[tokio::test]
+async fn del_01_03_finalizers_hold_deletion() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    s.req(Method::POST, "/api/v1/namespaces/demo/configmaps", json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"f","finalizers":["example.com/hold"]}})).await.expect(201);
+    let r = s
+        .req(
+            Method::DELETE,
+            "/api/v1/namespaces/demo/configmaps/f",
+            Value::Null,
+        )
+        .await
+        .expect(200)
+        .json();
+    assert!(r["metadata"]["deletionTimestamp"].is_string(), "META-08");
+    assert_eq!(r["kind"], "ConfigMap");
+    let cur = s
+        .get("/api/v1/namespaces/demo/configmaps/f")
+        .await
+        .expect(200)
+        .json();
+    // DEL-02: no new finalizers while deleting.
+    let r = s
+        .raw(
+            Method::PATCH,
+            "/api/v1/namespaces/demo/configmaps/f",
+            &[("content-type", "application/merge-patch+json")],
+            r#"{"metadata":{"finalizers":["example.com/hold","example.com/more"]}}"#,
+            Some(admin()),
+        )
+        .await
+        .expect(422);
+    assert!(r.text().contains("no new finalizers"));
+    // Removing the last finalizer removes the object.
+    let mut w = s
+        .watch(&format!(
+            "/api/v1/namespaces/demo/configmaps?watch=1&resourceVersion={}",
+            rv(&cur)
+        ))
+        .await;
+    s.raw(
+        Method::PATCH,
+        "/api/v1/namespaces/demo/configmaps/f",
+        &[("content-type", "application/merge-patch+json")],
+        r#"{"metadata":{"finalizers":null}}"#,
+        Some(admin()),
+    )
+    .await
+    .expect(200);
+    s.get("/api/v1/namespaces/demo/configmaps/f")
+        .await
+        .expect(404);
+    assert_eq!(w.next().await.unwrap()["type"], "DELETED");
+}
+
+#[tokio::test]
+async fn gap_06_delete_preconditions() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let cm = s.create_cm("demo", "c", json!({})).await;
+    let r = s
+        .raw(
+            Method::DELETE,
+            "/api/v1/namespaces/demo/configmaps/c",
+            &[("content-type", "application/json")],
+            r#"{"preconditions":{"uid":"nope"}}"#,
+            Some(admin()),
+        )
+        .await
+        .expect(409);
+    assert!(
+        r.text()
+            .contains("Precondition failed: UID in precondition")
+    );
+    let body = format!(r#"{{"preconditions":{{"resourceVersion":"{}"}}}}"#, rv(&cm));
+    s.raw(
+        Method::DELETE,
+        "/api/v1/namespaces/demo/configmaps/c",
+        &[("content-type", "application/json")],
+        body,
+        Some(admin()),
+    )
+    .await
+    .expect(200);
+    s.raw(
+        Method::DELETE,
+        "/api/v1/namespaces/demo/configmaps/c?propagationPolicy=Sometimes",
+        &[],
+        "",
+        Some(admin()),
+    )
+    .await
+    .expect(400);
+}
+
+#[tokio::test]
+async fn url_10_namespace_deletion_cascades() {
+    let s = Server::with(Options {
+        namespace_resync: Duration::from_millis(100),
+        ..Options::default()
+    })
+    .await;
+    s.create_ns("gone").await;
+    s.create_cm("gone", "a", json!({})).await;
+    s.req(
+        Method::POST,
+        "/api/v1/namespaces/gone/secrets",
+        json!({"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"stringData":{"a":"b"}}),
+    )
+    .await
+    .expect(201);
+    let r = s
+        .req(Method::DELETE, "/api/v1/namespaces/gone", Value::Null)
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(r["status"]["phase"], "Terminating");
+    // No new content in a terminating namespace (or it is gone already: NotFound).
+    let r = s
+        .req(
+            Method::POST,
+            "/api/v1/namespaces/gone/configmaps",
+            json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"late"}}),
+        )
+        .await;
+    assert!(
+        r.status == StatusCode::FORBIDDEN || r.status == StatusCode::NOT_FOUND,
+        "{}",
+        r.text()
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while s.get("/api/v1/namespaces/gone").await.status != StatusCode::NOT_FOUND {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "namespace not removed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        s.get("/api/v1/namespaces/gone/configmaps").await.json()["items"],
+        json!([])
+    );
+    assert_eq!(
+        s.req(
+            Method::DELETE,
+            "/api/v1/namespaces/kube-system",
+            Value::Null
+        )
+        .await
+        .expect(403)
+        .reason(),
+        "Forbidden"
+    );
+    s.req(
+        Method::POST,
+        "/api/v1/namespaces/nowhere/configmaps",
+        json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}),
+    )
+    .await
+    .expect(404);
+}
+
+#[tokio::test]
+async fn rv_03_to_09_get_and_list_resource_versions() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let a = s.create_cm("demo", "a", json!({})).await;
+    let list = s
+        .get("/api/v1/namespaces/demo/configmaps")
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(list["kind"], "ConfigMapList");
+    let list_rv: u64 = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(list_rv >= rv(&a));
+    s.create_cm("demo", "b", json!({})).await;
+    // Exact shows the past (RV-07), NotOlderThan the present.
+    let exact = s.get(&format!("/api/v1/namespaces/demo/configmaps?resourceVersion={list_rv}&resourceVersionMatch=Exact")).await.expect(200).json();
+    assert_eq!(exact["items"].as_array().unwrap().len(), 1);
+    assert_eq!(exact["metadata"]["resourceVersion"], list_rv.to_string());
+    let not_older = s
+        .get(&format!(
+            "/api/v1/namespaces/demo/configmaps?resourceVersion={list_rv}"
+        ))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(not_older["items"].as_array().unwrap().len(), 2);
+    // RV-05 invalid combinations → 400.
+    s.get("/api/v1/namespaces/demo/configmaps?resourceVersionMatch=Exact")
+        .await
+        .expect(400);
+    s.get("/api/v1/namespaces/demo/configmaps?resourceVersionMatch=Exact&resourceVersion=0")
+        .await
+        .expect(400);
+    // RV-09: too new → 504 with Retry-After.
+    let fast = Server::with(Options {
+        resource_version_wait: Duration::from_millis(50),
+        ..Options::default()
+    })
+    .await;
+    let r = fast
+        .get("/api/v1/namespaces?resourceVersion=999999")
+        .await
+        .expect(504);
+    assert!(r.text().contains("Too large resource version"));
+    assert_eq!(r.headers["retry-after"], "1");
+    fast.get("/api/v1/namespaces/default?resourceVersion=999999")
+        .await
+        .expect(504);
+    fast.get("/api/v1/namespaces?resourceVersion=999999&resourceVersionMatch=Exact")
+        .await
+        .expect(504);
+    // Any (0) and a get at a known RV work.
+    s.get("/api/v1/namespaces/demo/configmaps/a?resourceVersion=0")
+        .await
+        .expect(200);
+    s.get(&format!(
+        "/api/v1/namespaces/demo/configmaps/a?resourceVersion={}",
+        rv(&a)
+    ))
+    .await
+    .expect(200);
+}
+
+#[tokio::test]
+async fn rv_08_exact_list_below_compaction_is_410() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let a = s.create_cm("demo", "a", json!({})).await;
+    s.create_cm("demo", "b", json!({})).await;
+    s.api
+        .store()
+        .compact(s.api.store().revision())
+        .await
+        .unwrap();
+    let r = s
+        .get(&format!(
+            "/api/v1/namespaces/demo/configmaps?resourceVersion={}&resourceVersionMatch=Exact",
+            rv(&a)
+        ))
+        .await
+        .expect(410);
+    assert_eq!(r.reason(), "Expired");
+}
+
+#[tokio::test]
+async fn chunk_01_to_06_pages_share_one_snapshot() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    for i in 0..7 {
+        s.create_cm("demo", &format!("c{i}"), json!({})).await;
+    }
+    let first = s
+        .get("/api/v1/namespaces/demo/configmaps?limit=3")
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(first["items"].as_array().unwrap().len(), 3);
+    assert_eq!(first["metadata"]["remainingItemCount"], 4, "CHUNK-04");
+    let snapshot = first["metadata"]["resourceVersion"].clone();
+    s.req(
+        Method::DELETE,
+        "/api/v1/namespaces/demo/configmaps/c5",
+        Value::Null,
+    )
+    .await
+    .expect(200);
+    s.create_cm("demo", "c9", json!({})).await;
+    let mut names: Vec<String> = first["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    let mut token = first["metadata"]["continue"].as_str().unwrap().to_owned();
+    loop {
+        let page = s
+            .get(&format!(
+                "/api/v1/namespaces/demo/configmaps?limit=3&continue={token}"
+            ))
+            .await
+            .expect(200)
+            .json();
+        assert_eq!(page["metadata"]["resourceVersion"], snapshot, "CHUNK-02");
+        names.extend(
+            page["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned()),
+        );
+        match page["metadata"]["continue"].as_str() {
+            Some(t) if !t.is_empty() => token = t.to_owned(),
+            _ => {
+                assert!(page["metadata"].get("remainingItemCount").is_none());
+                break;
+            }
+        }
+    }
+    assert_eq!(names, (0..7).map(|i| format!("c{i}")).collect::<Vec<_>>());
+    // CHUNK-05: continue with a non-zero resourceVersion is 400; garbage tokens are 400.
+    s.get(&format!(
+        "/api/v1/namespaces/demo/configmaps?limit=3&continue={token}&resourceVersion=5"
+    ))
+    .await
+    .expect(400);
+    s.get("/api/v1/namespaces/demo/configmaps?limit=3&continue=notatoken")
+        .await
+        .expect(400);
+    // CHUNK-03/06: a token whose revision is compacted is 410.
+    s.api
+        .store()
+        .compact(s.api.store().revision())
+        .await
+        .unwrap();
+    let r = s
+        .get(&format!(
+            "/api/v1/namespaces/demo/configmaps?limit=3&continue={token}"
+        ))
+        .await
+        .expect(410);
+    assert_eq!(r.reason(), "Expired");
+    // Selectors: remainingItemCount omitted.
+    let sel = s
+        .get("/api/v1/namespaces/demo/configmaps?limit=2&labelSelector=x%21%3Dy")
+        .await
+        .expect(200)
+        .json();
+    assert!(sel["metadata"].get("remainingItemCount").is_none());
+    assert!(sel["metadata"]["continue"].is_string());
+}
+
+#[tokio::test]
+async fn gap_04_label_and_field_selectors() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    s.create_cm("demo", "a", json!({"app":"a","tier":"web"}))
+        .await;
+    s.create_cm("demo", "b", json!({"app":"b"})).await;
+    s.create_cm("demo", "c", json!({})).await;
+    let names = |v: Value| -> Vec<String> {
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let q = |sel: &str| {
+        format!(
+            "/api/v1/namespaces/demo/configmaps?labelSelector={}",
+            sel.replace(' ', "%20")
+                .replace('=', "%3D")
+                .replace('!', "%21")
+        )
+    };
+    assert_eq!(
+        names(s.get(&q("app in (a,b)")).await.json()),
+        vec!["a", "b"]
+    );
+    assert_eq!(
+        names(s.get(&q("app notin (a)")).await.json()),
+        vec!["b", "c"]
+    );
+    assert_eq!(names(s.get(&q("!app")).await.json()), vec!["c"]);
+    assert_eq!(names(s.get(&q("app,tier=web")).await.json()), vec!["a"]);
+    assert_eq!(names(s.get(&q("app!=a")).await.json()), vec!["b", "c"]);
+    assert_eq!(
+        names(
+            s.get("/api/v1/namespaces/demo/configmaps?fieldSelector=metadata.name%3Db")
+                .await
+                .json()
+        ),
+        vec!["b"]
+    );
+    assert_eq!(
+        names(
+            s.get("/api/v1/configmaps?fieldSelector=metadata.namespace%3Ddemo,metadata.name!%3Db")
+                .await
+                .json()
+        ),
+        vec!["a", "c"]
+    );
+    // Events: involvedObject.* as `kubectl describe` sends them.
+    s.req(Method::POST, "/api/v1/namespaces/demo/events", json!({"apiVersion":"v1","kind":"Event","metadata":{"name":"e1"},"involvedObject":{"kind":"ConfigMap","name":"a","namespace":"demo","uid":"u1"},"reason":"Tested","message":"hi","type":"Normal"})).await.expect(201);
+    let r = s.get("/api/v1/namespaces/demo/events?fieldSelector=involvedObject.name%3Da,involvedObject.namespace%3Ddemo,involvedObject.kind%3DConfigMap,involvedObject.uid%3Du1&limit=500").await.expect(200);
+    assert_eq!(names(r.json()), vec!["e1"]);
+    let r = s
+        .get("/api/v1/namespaces/demo/events?fieldSelector=involvedObject.uid%3Dother")
+        .await
+        .expect(200);
+    assert!(names(r.json()).is_empty());
+}
+
+#[tokio::test]
+async fn table_01_04_and_gap_07_table_output() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    s.create_cm("demo", "t", json!({"a":"b"})).await;
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+    let r = s
+        .raw(
+            Method::GET,
+            "/api/v1/namespaces/demo/configmaps?limit=500",
+            &[("accept", accept)],
+            "",
+            Some(admin()),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        (r["kind"].as_str(), r["apiVersion"].as_str()),
+        (Some("Table"), Some("meta.k8s.io/v1"))
+    );
+    let cols: Vec<&str> = r["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(cols, vec!["Name", "Data", "Age"]);
+    assert_eq!(r["rows"][0]["cells"][0], "t");
+    assert_eq!(r["rows"][0]["cells"][1], 1);
+    assert_eq!(r["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(
+        r["rows"][0]["object"]["metadata"]["labels"],
+        json!({"a":"b"})
+    );
+    let b1 = "application/json;as=Table;g=meta.k8s.io;v=v1beta1";
+    let r = s
+        .raw(
+            Method::GET,
+            "/api/v1/namespaces/demo/configmaps/t?includeObject=Object",
+            &[("accept", b1)],
+            "",
+            Some(admin()),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(r["apiVersion"], "meta.k8s.io/v1beta1");
+    assert_eq!(r["rows"][0]["object"]["kind"], "ConfigMap");
+    s.raw(
+        Method::GET,
+        "/api/v1/namespaces/demo/configmaps?includeObject=All",
+        &[("accept", accept)],
+        "",
+        Some(admin()),
+    )
+    .await
+    .expect(400);
+    let pom = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+    let r = s
+        .raw(
+            Method::GET,
+            "/api/v1/namespaces/demo/configmaps",
+            &[("accept", pom)],
+            "",
+            Some(admin()),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(r["kind"], "PartialObjectMetadataList");
+    let yaml = s
+        .raw(
+            Method::GET,
+            "/api/v1/namespaces/demo/configmaps/t",
+            &[("accept", "application/yaml")],
+            "",
+            Some(admin()),
+        )
+        .await
+        .expect(200);
+    assert!(
+        yaml.text().contains("kind: ConfigMap"),
+        "ENC-03: {}",
+        yaml.text()
+    );
+}
+
+#[tokio::test]
+async fn enc_03_yaml_request_bodies() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let body = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-made\ndata:\n  k: v\n";
+    let r = s
+        .raw(
+            Method::POST,
+            "/api/v1/namespaces/demo/configmaps",
+            &[("content-type", "application/yaml")],
+            body,
+            Some(admin()),
+        )
+        .await
+        .expect(201);
+    assert_eq!(r.json()["data"]["k"], "v");
+}
+
+#[tokio::test]
+async fn watch_01_03_initial_events_and_start_points() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let a = s.create_cm("demo", "a", json!({})).await;
+    // rv unset: synthetic ADDED for current state, then changes.
+    let mut w = s.watch("/api/v1/namespaces/demo/configmaps?watch=1").await;
+    let ev = w.next().await.unwrap();
+    assert_eq!(
+        (
+            ev["type"].as_str(),
+            ev["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("ADDED"), Some("a"))
+    );
+    // rv=R: only later changes, no synthetic events.
+    let mut after = s
+        .watch(&format!(
+            "/api/v1/namespaces/demo/configmaps?watch=1&resourceVersion={}",
+            rv(&a)
+        ))
+        .await;
+    assert!(after.quiet_for(Duration::from_millis(200)).await);
+    s.create_cm("demo", "b", json!({})).await;
+    s.req(
+        Method::DELETE,
+        "/api/v1/namespaces/demo/configmaps/a",
+        Value::Null,
+    )
+    .await
+    .expect(200);
+    for w in [&mut w, &mut after] {
+        let e1 = w.next().await.unwrap();
+        assert_eq!(
+            (
+                e1["type"].as_str(),
+                e1["object"]["metadata"]["name"].as_str()
+            ),
+            (Some("ADDED"), Some("b"))
+        );
+        let e2 = w.next().await.unwrap();
+        assert_eq!(e2["type"], "DELETED", "GAP-02");
+        assert!(
+            rv(&e2["object"]) > rv(&e1["object"]),
+            "DELETED carries the deletion's RV"
+        );
+    }
+}
+
+#[tokio::test]
+async fn watch_03_single_object_watch_with_rv_0_sends_current_state_first() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    s.create_cm("demo", "one", json!({})).await;
+    s.create_cm("demo", "two", json!({})).await;
+    let mut w = s.watch("/api/v1/namespaces/demo/configmaps?fieldSelector=metadata.name%3Dtwo&resourceVersion=0&watch=true").await;
+    let first = w.next().await.unwrap();
+    assert_eq!(
+        (
+            first["type"].as_str(),
+            first["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("ADDED"), Some("two"))
+    );
+    s.raw(
+        Method::PATCH,
+        "/api/v1/namespaces/demo/configmaps/one",
+        &[("content-type", "application/merge-patch+json")],
+        r#"{"data":{"x":"1"}}"#,
+        Some(admin()),
+    )
+    .await
+    .expect(200);
+    s.raw(
+        Method::PATCH,
+        "/api/v1/namespaces/demo/configmaps/two",
+        &[("content-type", "application/merge-patch+json")],
+        r#"{"data":{"x":"1"}}"#,
+        Some(admin()),
+    )
+    .await
+    .expect(200);
+    let ev = w.next().await.unwrap();
+    assert_eq!(
+        (
+            ev["type"].as_str(),
+            ev["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("MODIFIED"), Some("two"))
+    );
+}
+
+#[tokio::test]
+async fn watch_label_selector_transitions() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let mut w = s
+        .watch("/api/v1/namespaces/demo/configmaps?watch=1&labelSelector=team%3Dx")
+        .await;
+    s.create_cm("demo", "m", json!({})).await;
+    let patch = |labels: &'static str| {
+        let s = &s;
+        async move {
+            s.raw(
+                Method::PATCH,
+                "/api/v1/namespaces/demo/configmaps/m",
+                &[("content-type", "application/merge-patch+json")],
+                labels,
+                Some(admin()),
+            )
+            .await
+            .expect(200);
+        }
+    };
+    patch(r#"{"metadata":{"labels":{"team":"x"}}}"#).await;
+    patch(r#"{"metadata":{"labels":{"other":"1"}}}"#).await;
+    patch(r#"{"metadata":{"labels":{"team":"y"}}}"#).await;
+    let types: Vec<String> = [
+        w.next().await.unwrap(),
+        w.next().await.unwrap(),
+        w.next().await.unwrap(),
+    ]
+    .iter()
+    .map(|e| e["type"].as_str().unwrap().to_owned())
+    .collect();
+    assert_eq!(types, vec!["ADDED", "MODIFIED", "DELETED"]);
+}
+
+#[tokio::test]
+async fn watch_06_bookmarks_and_stream_01_04_streaming_list() {
+    let s = Server::with(Options {
+        bookmark_interval: Duration::from_millis(100),
+        ..Options::default()
+    })
+    .await;
+    s.create_ns("demo").await;
+    s.create_cm("demo", "a", json!({})).await;
+    s.create_cm("demo", "b", json!({})).await;
+    let mut w = s.watch("/api/v1/namespaces/demo/configmaps?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersion=&resourceVersionMatch=NotOlderThan").await;
+    assert_eq!(w.next().await.unwrap()["type"], "ADDED");
+    assert_eq!(w.next().await.unwrap()["type"], "ADDED");
+    let bm = w.next().await.unwrap();
+    assert_eq!(bm["type"], "BOOKMARK");
+    assert_eq!(bm["object"]["kind"], "ConfigMap");
+    assert_eq!(
+        bm["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+    // Periodic bookmarks follow.
+    let next = w.next().await.unwrap();
+    assert_eq!(next["type"], "BOOKMARK");
+    assert!(next["object"]["metadata"].get("annotations").is_none());
+    s.get("/api/v1/namespaces/demo/configmaps?watch=1&sendInitialEvents=true")
+        .await
+        .expect(400);
+}
+
+#[tokio::test]
+async fn watch_05_compacted_start_is_410_and_watch_08_timeout_ends_stream() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let a = s.create_cm("demo", "a", json!({})).await;
+    s.create_cm("demo", "b", json!({})).await;
+    s.api
+        .store()
+        .compact(s.api.store().revision())
+        .await
+        .unwrap();
+    let r = s
+        .get(&format!(
+            "/api/v1/namespaces/demo/configmaps?watch=1&resourceVersion={}",
+            rv(&a) - 1
+        ))
+        .await
+        .expect(410);
+    assert_eq!(r.reason(), "Expired");
+    let mut w = s
+        .watch(&format!(
+            "/api/v1/namespaces/demo/configmaps?watch=1&timeoutSeconds=1&resourceVersion={}",
+            s.api.store().revision()
+        ))
+        .await;
+    assert!(
+        w.next().await.is_none(),
+        "stream ends cleanly after timeoutSeconds"
+    );
+}
+
+#[tokio::test]
+async fn watch_table_output_for_get_w() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let list = s.get("/api/v1/namespaces/demo/configmaps").await.json();
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    let req = Request::builder()
+        .uri(format!(
+            "/api/v1/namespaces/demo/configmaps?resourceVersion={}&watch=true",
+            list["metadata"]["resourceVersion"].as_str().unwrap()
+        ))
+        .header("accept", accept)
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let resp = s.api.handle(req, Some(admin())).await;
+    let mut w = WatchReader {
+        body: resp.into_body(),
+        buf: Vec::new(),
+    };
+    s.create_cm("demo", "x", json!({})).await;
+    s.create_cm("demo", "y", json!({})).await;
+    let e1 = w.next().await.unwrap();
+    assert_eq!(e1["object"]["kind"], "Table");
+    assert_eq!(
+        e1["object"]["columnDefinitions"].as_array().unwrap().len(),
+        3
+    );
+    assert_eq!(e1["object"]["rows"][0]["cells"][0], "x");
+    let e2 = w.next().await.unwrap();
+    assert_eq!(e2["object"]["columnDefinitions"], json!([]));
+}
+
+#[tokio::test]
+async fn shutdown_ends_watches_cleanly() {
+    let s = Server::new().await;
+    let mut w = s
+        .watch("/api/v1/namespaces?watch=1&resourceVersion=1")
+        .await;
+    s.api.begin_shutdown();
+    assert!(w.next().await.is_none());
+}
+
+#[tokio::test]
+async fn deletecollection_respects_selectors() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    s.create_cm("demo", "a", json!({"del":"yes"})).await;
+    s.create_cm("demo", "b", json!({"del":"yes"})).await;
+    s.create_cm("demo", "c", json!({})).await;
+    let r = s
+        .req(
+            Method::DELETE,
+            "/api/v1/namespaces/demo/configmaps?labelSelector=del%3Dyes",
+            Value::Null,
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(r["kind"], "ConfigMapList");
+    assert_eq!(r["items"].as_array().unwrap().len(), 2);
+    let left = s.get("/api/v1/namespaces/demo/configmaps").await.json();
+    assert_eq!(left["items"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn builtin_secret_namespace_and_lease_strategies() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let ns = s.get("/api/v1/namespaces/demo").await.json();
+    assert_eq!(ns["status"]["phase"], "Active");
+    assert_eq!(
+        ns["metadata"]["labels"]["kubernetes.io/metadata.name"],
+        "demo"
+    );
+    let sec = s.req(Method::POST, "/api/v1/namespaces/demo/secrets", json!({"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"stringData":{"p":"x"}})).await.expect(201).json();
+    assert_eq!(
+        (sec["type"].as_str(), sec["data"]["p"].as_str()),
+        (Some("Opaque"), Some("eA=="))
+    );
+    let r = s.req(Method::POST, "/api/v1/namespaces/demo/secrets", json!({"apiVersion":"v1","kind":"Secret","metadata":{"name":"t"},"data":{"p":"not base64!"}})).await.expect(400);
+    assert!(r.text().contains("base64"), "{}", r.text());
+    let r = s.req(Method::POST, "/apis/coordination.k8s.io/v1/namespaces/demo/leases", json!({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"leaseDurationSeconds":0}})).await.expect(422);
+    assert_eq!(
+        r.json()["details"]["causes"][0]["field"],
+        "spec.leaseDurationSeconds"
+    );
+    // Namespace status is set only through /status.
+    let mut upd = ns.clone();
+    upd["status"]["phase"] = json!("Terminating");
+    let r = s
+        .req(Method::PUT, "/api/v1/namespaces/demo", upd)
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(r["status"]["phase"], "Active");
+}
+
+/// A request body that never finishes: the request holds its in-flight slot.
+struct Stalled;
+
+impl http_body::Body for Stalled {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        std::task::Poll::Pending
+    }
+}
+
+#[tokio::test]
+async fn gap_11_err_429_when_in_flight_limit_is_exhausted() {
+    let s = Server::with(Options {
+        max_in_flight: 1,
+        ..Options::default()
+    })
+    .await;
+    let api = s.api.clone();
+    let stalled = tokio::spawn(async move {
+        let req = Request::builder()
+            .method(Method::POST)
+            .uri("/api/v1/namespaces/default/configmaps")
+            .body(Stalled)
+            .unwrap();
+        api.handle(req, Some(admin())).await
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let r = s.get("/api/v1/namespaces").await.expect(429);
+    assert_eq!(r.reason(), "TooManyRequests");
+    assert_eq!(r.headers["retry-after"], "1");
+    // Watches are exempt.
+    let _w = s
+        .watch("/api/v1/namespaces?watch=1&resourceVersion=1")
+        .await;
+    stalled.abort();
+    let _ = stalled.await;
+    s.get("/api/v1/namespaces").await.expect(200);
+}
