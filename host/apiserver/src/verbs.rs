@@ -505,10 +505,14 @@ impl Ctx {
     /// guarded by the revision read; on a conflict, retry unless the client pinned a
     /// `resourceVersion`. An object whose last finalizer is removed while it is being
     /// deleted is deleted. Returns the stored object.
+    ///
+    /// `pinned`: the client set `metadata.resourceVersion` (in a PUT body or in a patch),
+    /// making it a precondition: a mismatch is 409, never retried (`UPD-02`).
     pub(crate) async fn guaranteed_update(
         &self,
         name: &str,
         dry_run: bool,
+        pinned: bool,
         mut compute: impl FnMut(&Value) -> ApiResult<Value>,
     ) -> ApiResult<Value> {
         let key = self.key(name);
@@ -523,11 +527,8 @@ impl Ctx {
             let cur = cur.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
             let cur_obj = object::from_stored(&cur.value).map_err(ApiError::internal)?;
             let mut new = compute(&cur_obj)?;
-            let pinned = meta_str(&new, "resourceVersion")
-                .filter(|v| !v.is_empty())
-                .map(str::to_owned);
-            if let Some(rv) = &pinned
-                && *rv != cur.revision.to_string()
+            if pinned
+                && meta_str(&new, "resourceVersion") != Some(cur.revision.to_string().as_str())
             {
                 return Err(storage_error(
                     wasmgate_storage::StorageError::Conflict {
@@ -563,7 +564,7 @@ impl Ctx {
                 .await
             {
                 Ok(c) => return object::from_stored(&c.value).map_err(ApiError::internal),
-                Err(wasmgate_storage::StorageError::Conflict { .. }) if pinned.is_none() => {
+                Err(wasmgate_storage::StorageError::Conflict { .. }) if !pinned => {
                     continue;
                 }
                 Err(e) => return Err(storage_error(e, target)),

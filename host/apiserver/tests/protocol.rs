@@ -1593,3 +1593,38 @@ async fn gap_11_err_429_when_in_flight_limit_is_exhausted() {
     let _ = stalled.await;
     s.get("/api/v1/namespaces").await.expect(200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upd_02_concurrent_patches_retry_instead_of_conflicting() {
+    let s = std::sync::Arc::new(Server::new().await);
+    s.create_ns("demo").await;
+    s.create_cm("demo", "busy", json!({})).await;
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            let body = format!(r#"{{"metadata":{{"labels":{{"l{i}":"x"}}}}}}"#);
+            s.raw(
+                Method::PATCH,
+                "/api/v1/namespaces/demo/configmaps/busy",
+                &[("content-type", "application/merge-patch+json")],
+                body,
+                Some(admin()),
+            )
+            .await
+            .status
+        }));
+    }
+    for t in tasks {
+        assert_eq!(
+            t.await.unwrap(),
+            StatusCode::OK,
+            "patches without a resourceVersion never conflict"
+        );
+    }
+    let got = s
+        .get("/api/v1/namespaces/demo/configmaps/busy")
+        .await
+        .json();
+    assert_eq!(got["metadata"]["labels"].as_object().unwrap().len(), 20);
+}

@@ -54,8 +54,9 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
     let schema = strategic_merge::builtin_schema(&ctx.api_version(), &ctx.rt.kind);
     let name = ctx.name().to_owned();
     let mut warnings = Vec::new();
+    let pinned = pins_resource_version(&patch);
     let stored = ctx
-        .guaranteed_update(&name, opts.dry_run, |current| {
+        .guaranteed_update(&name, opts.dry_run, pinned, |current| {
             let mut new = match (ty, &json_patch) {
                 (PatchType::Json, Some(p)) => {
                     let mut doc = current.clone();
@@ -81,6 +82,20 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
     warnings.dedup();
     ctx.warnings.extend(warnings);
     ctx.respond_object(StatusCode::OK, Obj::Value(stored))
+}
+
+/// Whether a patch sets `metadata.resourceVersion` (then a precondition, `UPD-02`).
+fn pins_resource_version(patch: &Value) -> bool {
+    match patch {
+        Value::Array(ops) => ops.iter().any(|op| {
+            op.get("path").and_then(Value::as_str) == Some("/metadata/resourceVersion")
+                && op.get("op").and_then(Value::as_str) != Some("remove")
+        }),
+        _ => patch
+            .get("metadata")
+            .and_then(|m| m.get("resourceVersion"))
+            .is_some_and(Value::is_string),
+    }
 }
 
 fn smp_error(e: SmpError) -> ApiError {

@@ -45,8 +45,9 @@ pub(super) async fn update(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
             _ => {}
         }
     }
+    let pinned = meta_str(&obj, "resourceVersion").is_some_and(|v| !v.is_empty());
     let stored = ctx
-        .guaranteed_update(&name, opts.dry_run, |current| {
+        .guaranteed_update(&name, opts.dry_run, pinned, |current| {
             let mut new = obj.clone();
             ctx.before_update(&mut new, current)?;
             Ok(new)
