@@ -120,7 +120,7 @@ impl Ctx {
             .map_err(|e| Status::bad_request(e).into())
     }
 
-    /// Adds `apiVersion`/`kind` to a list item read from storage if missing.
+    /// Table rows for objects, with `includeObject` applied.
     fn table_rows(
         &self,
         objs: &[Value],

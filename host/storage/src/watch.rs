@@ -205,6 +205,12 @@ impl Watcher {
         !self.buf.is_empty()
     }
 
+    /// An event that is ready without waiting or reading the engine, if any: lets a
+    /// consumer drain a burst in one go.
+    pub fn next_buffered(&mut self) -> Option<Arc<Event>> {
+        self.buf.pop_front()
+    }
+
     /// The next event under the prefix. Waits for one if none is ready. Fails with
     /// [`StorageError::Compacted`] when the next events are no longer available, and with
     /// [`StorageError::Closed`] when the store shuts down.

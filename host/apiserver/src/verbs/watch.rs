@@ -33,6 +33,8 @@ use crate::object::{self, meta};
 
 /// Frames buffered per watch before the watcher waits for the client.
 const CHANNEL_FRAMES: usize = 64;
+/// Largest chunk made by coalescing ready events.
+const COALESCE_BYTES: usize = 256 * 1024;
 
 pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     let opts = ListOptions::from_query(&ctx.query).map_err(|e| Status::bad_request(e.0))?;
@@ -202,10 +204,26 @@ impl Stream {
                 } => { bookmark_due = true; None }
             };
             let frame = match next {
-                Some(Ok(ev)) => match self.event_frame(&ev) {
-                    Some(f) => f,
-                    None => continue,
-                },
+                Some(Ok(ev)) => {
+                    // Events of one commit arrive together: send what is ready as one
+                    // chunk (one TLS record, one write) instead of one per event.
+                    let mut chunk = BytesMut::new();
+                    if let Some(f) = self.event_frame(&ev) {
+                        chunk.put_slice(&f);
+                    }
+                    while chunk.len() < COALESCE_BYTES {
+                        let Some(ev) = watcher.next_buffered() else {
+                            break;
+                        };
+                        if let Some(f) = self.event_frame(&ev) {
+                            chunk.put_slice(&f);
+                        }
+                    }
+                    if chunk.is_empty() {
+                        continue;
+                    }
+                    chunk.freeze()
+                }
                 Some(Err(StorageError::Closed)) => return,
                 Some(Err(e)) => {
                     let status = match e {
