@@ -393,11 +393,12 @@ where
         warnings: Vec::new(),
         user,
     };
-    let result = verbs::dispatch(&mut ctx, body).await;
-    let mut resp = match result {
-        Ok(r) => r,
-        Err(e) => return Err(e),
-    };
+    let gzip_ok = matches!(ctx.req.verb, Verb::Get | Verb::List)
+        && header_str(&ctx.headers, header::ACCEPT_ENCODING).is_some_and(accepts_gzip);
+    let mut resp = verbs::dispatch(&mut ctx, body).await?;
+    if gzip_ok {
+        resp = gzip(resp).await;
+    }
     for w in &ctx.warnings {
         let v = format!("299 - {}", go_quote_header(w));
         if let Ok(v) = HeaderValue::from_str(&v) {
@@ -405,6 +406,50 @@ where
         }
     }
     Ok(resp)
+}
+
+/// Responses at least this large are compressed when the client accepts gzip (`GZIP-01`).
+const GZIP_MIN_BYTES: u64 = 128 * 1024;
+
+fn accepts_gzip(v: &str) -> bool {
+    v.split(',').any(|e| {
+        let mut parts = e.split(';');
+        let name = parts.next().unwrap_or("").trim();
+        name.eq_ignore_ascii_case("gzip") && !parts.any(|p| p.trim() == "q=0")
+    })
+}
+
+/// Compresses a complete (non-streaming) body of at least [`GZIP_MIN_BYTES`].
+async fn gzip(resp: Response<Body>) -> Response<Body> {
+    use std::io::Write as _;
+    let big = http_body::Body::size_hint(resp.body())
+        .exact()
+        .is_some_and(|n| n >= GZIP_MIN_BYTES);
+    if !big || resp.headers().contains_key(header::CONTENT_ENCODING) {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let Ok(collected) = body.collect().await;
+    let bytes = collected.to_bytes();
+    let mut enc = flate2::write::GzEncoder::new(
+        Vec::with_capacity(bytes.len() / 4),
+        flate2::Compression::fast(),
+    );
+    if enc.write_all(&bytes).is_err() {
+        return Response::from_parts(parts, body::full(bytes));
+    }
+    match enc.finish() {
+        Ok(compressed) => {
+            parts
+                .headers
+                .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            parts
+                .headers
+                .append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+            Response::from_parts(parts, body::full(compressed))
+        }
+        Err(_) => Response::from_parts(parts, body::full(bytes)),
+    }
 }
 
 /// Warning header text: a quoted string with `\` and `"` escaped (RFC 7234 §5.5).

@@ -1628,3 +1628,50 @@ async fn upd_02_concurrent_patches_retry_instead_of_conflicting() {
         .json();
     assert_eq!(got["metadata"]["labels"].as_object().unwrap().len(), 20);
 }
+
+#[tokio::test]
+async fn gzip_01_large_lists_are_compressed_when_accepted() {
+    use std::io::Read as _;
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let blob = "x".repeat(40 * 1024);
+    for i in 0..4 {
+        s.req(Method::POST, "/api/v1/namespaces/demo/configmaps", json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":format!("big{i}")},"data":{"blob":blob}})).await.expect(201);
+    }
+    let r = s
+        .raw(
+            Method::GET,
+            "/api/v1/namespaces/demo/configmaps",
+            &[("accept-encoding", "gzip")],
+            "",
+            Some(admin()),
+        )
+        .await
+        .expect(200);
+    assert_eq!(r.headers["content-encoding"], "gzip");
+    let mut out = String::new();
+    flate2::read::GzDecoder::new(&r.body[..])
+        .read_to_string(&mut out)
+        .unwrap();
+    let list: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(list["items"].as_array().unwrap().len(), 4);
+    let plain = s
+        .get("/api/v1/namespaces/demo/configmaps")
+        .await
+        .expect(200);
+    assert!(plain.headers.get("content-encoding").is_none());
+    let small = s
+        .raw(
+            Method::GET,
+            "/api/v1/namespaces",
+            &[("accept-encoding", "gzip")],
+            "",
+            Some(admin()),
+        )
+        .await
+        .expect(200);
+    assert!(
+        small.headers.get("content-encoding").is_none(),
+        "small responses stay plain"
+    );
+}
