@@ -16,6 +16,7 @@
 //! * [`json`]: JSON with duplicate-field detection, YAML, the storage encoding.
 //! * [`schema`]: unknown fields, type errors and pruning against OpenAPI schemas.
 //! * [`status`]: the `metav1.Status` object.
+//! * [`structural`]: CRD structural schemas: checks, pruning, defaulting, validation.
 #![forbid(unsafe_code)]
 
 pub mod json;
@@ -27,5 +28,6 @@ pub mod schema;
 pub mod selectors;
 pub mod status;
 pub mod strategic_merge;
+pub mod structural;
 pub mod table;
 pub mod validation;
