@@ -1233,3 +1233,27 @@ fn server_side_apply_conflicts() {
         "other does not own .data.a: {other}"
     );
 }
+
+/// OpenAPI v2 in gnostic protobuf (wire §4, §10, DISC-11): kubectl 1.32 fetches
+/// `/openapi/v2` to validate a `kind: List` manifest client-side, and for
+/// `explain --output=plaintext-openapiv2`.
+#[test]
+fn openapi_v2_for_list_manifests_and_explain() {
+    let gw = start();
+    gw.kubectl_ok(&["create", "namespace", "lists"]);
+    let good = gw.write_file(
+        "list.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: listed\n  data:\n    k: v\n",
+    );
+    let out = gw.kubectl_ok(&["-n", "lists", "apply", "-f", good.to_str().unwrap()]);
+    assert_contains(&out, &["configmap/listed created"]);
+    let bad = gw.write_file(
+        "bad-list.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: bad\n  bogusField: 1\n",
+    );
+    let err = gw.kubectl_err(&["-n", "lists", "apply", "-f", bad.to_str().unwrap()]);
+    assert_contains(&err, &["unknown field \"bogusField\""]);
+    let explain = gw.kubectl_ok(&["explain", "configmap", "--output=plaintext-openapiv2"]);
+    assert_contains(&explain, &["KIND:     ConfigMap"]);
+    assert_contains(&explain, &["data\t<map[string]string>"]);
+}

@@ -262,7 +262,24 @@ fn openapi_route(
             }
             Ok(r)
         }
-        // OpenAPI v2 is protobuf-only for kubectl; not served (v3 is complete).
+        ["v2"] => {
+            // kubectl asks for gnostic protobuf (KUBECTL-WIRE §4, §10); others get JSON.
+            let (json, proto, hash) = docs.v2();
+            let wants_proto =
+                header_str(headers, header::ACCEPT).is_some_and(|a| a.contains("protobuf"));
+            let mut r = if wants_proto && !proto.is_empty() {
+                bytes_response(
+                    StatusCode::OK,
+                    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+                    proto.clone(),
+                )
+            } else {
+                bytes_response(StatusCode::OK, "application/json", json.clone())
+            };
+            insert_header(r.headers_mut(), header::ETAG, &format!("\"{hash}\""));
+            insert_header(r.headers_mut(), header::VARY, "Accept");
+            Ok(r)
+        }
         _ => Err(Status::not_found_path().into()),
     }
 }

@@ -121,6 +121,38 @@ pub struct Documents {
     pub index: Bytes,
     /// Per group-version path (`api/v1`, `apis/g/v`): (document, upper-hex SHA-512).
     pub docs: HashMap<String, (Bytes, String)>,
+    /// `/openapi/v2` as JSON, and as gnostic protobuf (what kubectl asks for), with their
+    /// ETag; built on first use.
+    v2: OnceLock<(Bytes, Bytes, String)>,
+}
+
+impl Documents {
+    /// The OpenAPI v2 (Swagger 2.0) document of every group-version: (JSON, protobuf, hash).
+    pub fn v2(&self) -> &(Bytes, Bytes, String) {
+        self.v2.get_or_init(|| {
+            let mut keys: Vec<&String> = self.docs.keys().collect();
+            keys.sort();
+            let v3: Vec<Value> = keys
+                .iter()
+                .filter_map(|k| serde_json::from_slice(&self.docs[*k].0).ok())
+                .collect();
+            let swagger = wasmgate_apimachinery::openapi_v2::swagger_from_v3(
+                &v3,
+                "Wasmgate",
+                crate::version::GIT_VERSION,
+            );
+            let json = serde_json::to_vec(&swagger).unwrap_or_default();
+            let proto = match wasmgate_apimachinery::openapi_v2::encode_document(&swagger) {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::warn!(error = %e, "encoding OpenAPI v2 as protobuf failed");
+                    Vec::new()
+                }
+            };
+            let hash = hex_upper(&Sha512::digest(&json));
+            (Bytes::from(json), Bytes::from(proto), hash)
+        })
+    }
 }
 
 /// The `/openapi/v3` path segment of a group-version.
@@ -156,6 +188,7 @@ pub fn build(catalog: &Catalog) -> Arc<Documents> {
         generation: catalog.generation,
         index: Bytes::from(index),
         docs,
+        v2: OnceLock::new(),
     })
 }
 
