@@ -22,22 +22,22 @@ const MAX_DATA_BYTES: usize = 1024 * 1024;
 
 /// Name validation of a type: DNS-1123 label for namespaces, subdomain otherwise.
 pub fn name_check(t: &ResourceType) -> fn(&str) -> Vec<String> {
-    match t.builtin {
-        Builtin::Namespace => v::is_dns1123_label,
+    match t.builtin() {
+        Some(Builtin::Namespace) => v::is_dns1123_label,
         _ => v::is_dns1123_subdomain,
     }
 }
 
 /// PrepareForCreate.
 pub fn prepare_for_create(t: &ResourceType, obj: &mut Value) {
-    match t.builtin {
-        Builtin::Namespace => {
+    match t.builtin() {
+        Some(Builtin::Namespace) => {
             let name = meta(obj).get("name").cloned().unwrap_or(Value::Null);
             set_label(obj, NAMESPACE_NAME_LABEL, name);
             obj["status"] = json!({"phase": "Active"});
             obj["spec"] = json!({"finalizers": [NAMESPACE_FINALIZER]});
         }
-        Builtin::Secret => normalize_secret(obj),
+        Some(Builtin::Secret) => normalize_secret(obj),
         _ => {}
     }
 }
@@ -49,14 +49,14 @@ pub fn prepare_for_update(
     old: &Value,
     subresource: Option<&str>,
 ) {
-    match (t.builtin, subresource) {
-        (Builtin::Namespace, None) => {
+    match (t.builtin(), subresource) {
+        (Some(Builtin::Namespace), None) => {
             let name = meta(old).get("name").cloned().unwrap_or(Value::Null);
             set_label(new, NAMESPACE_NAME_LABEL, name);
             copy_field(new, old, "spec");
             copy_field(new, old, "status");
         }
-        (Builtin::Namespace, Some("status")) => {
+        (Some(Builtin::Namespace), Some("status")) => {
             let status = new.get("status").cloned();
             *new = old.clone();
             match status {
@@ -68,7 +68,7 @@ pub fn prepare_for_update(
                 }
             }
         }
-        (Builtin::Namespace, Some("finalize")) => {
+        (Some(Builtin::Namespace), Some("finalize")) => {
             let finalizers = new.get("spec").and_then(|s| s.get("finalizers")).cloned();
             *new = old.clone();
             match finalizers {
@@ -80,7 +80,7 @@ pub fn prepare_for_update(
                 }
             }
         }
-        (Builtin::Secret, _) => normalize_secret(new),
+        (Some(Builtin::Secret), _) => normalize_secret(new),
         _ => {}
     }
 }
@@ -147,8 +147,8 @@ pub fn validate(t: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Field
     if let Some(old) = old {
         errs.extend(validate_meta_update(obj, old));
     }
-    match t.builtin {
-        Builtin::Namespace => {
+    match t.builtin() {
+        Some(Builtin::Namespace) => {
             if let Some(f) = obj
                 .get("spec")
                 .and_then(|s| s.get("finalizers"))
@@ -162,11 +162,11 @@ pub fn validate(t: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Field
                 }
             }
         }
-        Builtin::ConfigMap => {
+        Some(Builtin::ConfigMap) => {
             errs.extend(validate_data(obj, &["data", "binaryData"]));
             errs.extend(validate_immutable(obj, old, &["data", "binaryData"]));
         }
-        Builtin::Secret => {
+        Some(Builtin::Secret) => {
             errs.extend(validate_data(obj, &["data"]));
             errs.extend(validate_secret_type(obj));
             errs.extend(validate_immutable(obj, old, &["data"]));
@@ -180,7 +180,7 @@ pub fn validate(t: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Field
                 ));
             }
         }
-        Builtin::Event => {
+        Some(Builtin::Event) => {
             let ns = meta(obj)
                 .get("namespace")
                 .and_then(Value::as_str)
@@ -198,7 +198,7 @@ pub fn validate(t: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Field
                 ));
             }
         }
-        Builtin::Lease => {
+        Some(Builtin::Lease) => {
             let spec = obj.get("spec");
             if let Some(d) = spec
                 .and_then(|s| s.get("leaseDurationSeconds"))
@@ -223,13 +223,13 @@ pub fn validate(t: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Field
                 ));
             }
         }
-        Builtin::ServiceAccount => {}
+        _ => {}
     }
     errs
 }
 
 /// ValidateObjectMetaUpdate: what no update may change.
-fn validate_meta_update(new: &Value, old: &Value) -> Vec<FieldError> {
+pub(crate) fn validate_meta_update(new: &Value, old: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for field in ["uid", "namespace", "name"] {
         let (n, o) = (meta(new).get(field), meta(old).get(field));

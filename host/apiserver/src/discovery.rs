@@ -74,7 +74,7 @@ pub fn api_resource_list(cat: &Catalog, group: &str, version: &str) -> Option<Va
             r.insert("categories".into(), json!(t.categories));
         }
         resources.push(Value::Object(r));
-        for s in &t.subresources {
+        for s in &t.subresources_for(version) {
             resources.push(json!({
                 "name": format!("{}/{}", t.resource, s.name),
                 "singularName": "",
@@ -112,14 +112,18 @@ fn aggregated_resource(t: &ResourceType, version: &str) -> Value {
     if !t.categories.is_empty() {
         r.insert("categories".into(), json!(t.categories));
     }
-    if !t.subresources.is_empty() {
-        let subs: Vec<Value> = t
-            .subresources
+    let subresources = t.subresources_for(version);
+    if !subresources.is_empty() {
+        let subs: Vec<Value> = subresources
             .iter()
             .map(|s| {
+                let (group, version) = match s.group_version.split_once('/') {
+                    Some((g, v)) => (g.to_owned(), v.to_owned()),
+                    None => (t.group.clone(), version.to_owned()),
+                };
                 json!({
                     "subresource": s.name,
-                    "responseKind": {"group": t.group, "version": version, "kind": s.kind},
+                    "responseKind": {"group": group, "version": version, "kind": s.kind},
                     "verbs": s.verbs,
                 })
             })
@@ -187,7 +191,8 @@ mod tests {
             .unwrap();
         assert_eq!(ns["scope"], "Cluster");
         let apis = aggregated(&cat, false, DiscoveryOutput::AggregatedV2);
-        assert_eq!(apis["items"][0]["metadata"]["name"], "coordination.k8s.io");
+        assert_eq!(apis["items"][0]["metadata"]["name"], "apiextensions.k8s.io");
+        assert_eq!(apis["items"][1]["metadata"]["name"], "coordination.k8s.io");
         let list = api_resource_list(&cat, "", "v1").unwrap();
         assert!(
             list["resources"]

@@ -366,8 +366,10 @@ where
     }
     match &r.subresource {
         Some(sub) => {
-            let s = rt
-                .subresource(sub)
+            let subs = rt.subresources_for(&r.version);
+            let s = subs
+                .iter()
+                .find(|s| s.name == *sub)
                 .ok_or_else(|| ApiError::from(Status::not_found_path()))?;
             if !s.verbs.contains(&r.verb.as_str()) {
                 return Err(method_not_allowed());

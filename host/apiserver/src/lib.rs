@@ -23,10 +23,15 @@
 pub mod authn_x509;
 mod body;
 mod builtin;
+mod celrules;
+mod crd;
+mod crd_controller;
+pub mod custom;
 mod discovery;
 mod error;
 mod handler;
 mod health;
+mod kinds;
 mod namespaces;
 mod object;
 mod openapi;
@@ -113,6 +118,9 @@ pub(crate) struct Inner {
     pub(crate) bootstrapped: AtomicBool,
     /// Bounds concurrent non-watch requests; a request that finds it empty gets 429.
     pub(crate) in_flight: Semaphore,
+    /// The store revision the registry's custom types reflect (the CRD controller's
+    /// progress); CRD writes wait on it.
+    pub(crate) crd_synced: watch::Sender<u64>,
 }
 
 impl ApiServer {
@@ -128,12 +136,18 @@ impl ApiServer {
             openapi: std::sync::Mutex::new(None),
             shutdown: watch::Sender::new(false),
             bootstrapped: AtomicBool::new(false),
+            crd_synced: watch::Sender::new(0),
         });
         namespaces::bootstrap(&inner)
             .await
             .map_err(ApiServerError::Bootstrap)?;
+        // Serve every stored CRD from the first request on (a restart keeps them).
+        crd_controller::sync(&inner)
+            .await
+            .map_err(ApiServerError::Bootstrap)?;
         inner.bootstrapped.store(true, Ordering::Release);
         tokio::spawn(namespaces::run(Arc::downgrade(&inner)));
+        tokio::spawn(crd_controller::run(Arc::downgrade(&inner)));
         tokio::spawn(compactor(Arc::downgrade(&inner)));
         Ok(ApiServer { inner })
     }

@@ -23,8 +23,10 @@ pub fn builtin_definitions() -> &'static Map<String, Value> {
 }
 
 fn generate_definitions() -> Map<String, Value> {
+    use k8s_openapi::api::autoscaling::v1::Scale;
     use k8s_openapi::api::coordination::v1::Lease;
     use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Secret, ServiceAccount};
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ListMeta, Status};
     let mut generator = schemars::generate::SchemaSettings::openapi3().into_generator();
     generator.subschema_for::<ConfigMap>();
@@ -36,7 +38,19 @@ fn generate_definitions() -> Map<String, Value> {
     generator.subschema_for::<DeleteOptions>();
     generator.subschema_for::<Status>();
     generator.subschema_for::<ListMeta>();
+    generator.subschema_for::<CustomResourceDefinition>();
+    generator.subschema_for::<Scale>();
     let mut defs = generator.take_definitions(true);
+    // `JSON` is any JSON value (kube publishes it without a type); k8s-openapi says object.
+    if let Some(Value::Object(j)) =
+        defs.get_mut("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON")
+    {
+        j.remove("type");
+        j.insert(
+            "x-kubernetes-preserve-unknown-fields".into(),
+            Value::Bool(true),
+        );
+    }
     for (name, schema) in defs.iter_mut() {
         // k8s-openapi marks `metadata` required because its Rust field is not optional;
         // the API does not require it.
@@ -307,10 +321,23 @@ fn document(
     let mut schemas = Map::new();
     wanted.insert("io.k8s.apimachinery.pkg.apis.meta.v1.Status".into());
     wanted.insert("io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions".into());
+    let mut custom_refs = Vec::new();
     for t in types {
         let kind_gvk = gvk(group, version, &t.kind);
-        wanted.insert(t.schema_name.clone());
-        let list_name = format!("{}List", t.schema_name);
+        let schema_name = t.schema_name_for(version);
+        match t.custom().and_then(|c| c.version(version)) {
+            // A custom kind's schema is its CRD's, as published (DISC-11).
+            Some(v) => {
+                let mut published = v.schema.published_v3();
+                published["x-kubernetes-group-version-kind"] = json!([kind_gvk.clone()]);
+                collect_refs(&published, &mut custom_refs);
+                schemas.insert(schema_name.clone(), published);
+            }
+            None => {
+                wanted.insert(schema_name.clone());
+            }
+        }
+        let list_name = format!("{schema_name}List");
         schemas.insert(
             list_name.clone(),
             json!({
@@ -321,21 +348,25 @@ fn document(
                     "apiVersion": {"type": "string"},
                     "kind": {"type": "string"},
                     "metadata": {"allOf": [reference("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta")], "default": {}},
-                    "items": {"type": "array", "items": {"allOf": [reference(&t.schema_name)], "default": {}}},
+                    "items": {"type": "array", "items": {"allOf": [reference(&schema_name)], "default": {}}},
                 },
                 "x-kubernetes-group-version-kind": [gvk(group, version, &t.list_kind)],
             }),
         );
         wanted.insert("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta".into());
-        let obj = reference(&t.schema_name);
+        let obj = reference(&schema_name);
         let list = reference(&list_name);
         let status = reference("io.k8s.apimachinery.pkg.apis.meta.v1.Status");
         let patch_schema = json!({"type": "object"});
-        let patch_types: Vec<&str> = vec![
+        // Strategic merge is listed only for built-in kinds: kubectl then uses merge patch
+        // for custom resources, as against kube-apiserver (KUBECTL-WIRE §4).
+        let mut patch_types: Vec<&str> = vec![
             "application/json-patch+json",
             "application/merge-patch+json",
-            "application/strategic-merge-patch+json",
         ];
+        if t.custom().is_none() {
+            patch_types.push("application/strategic-merge-patch+json");
+        }
         let (collection, item) = if t.namespaced {
             (
                 format!("{prefix}/namespaces/{{namespace}}/{}", t.resource),
@@ -476,7 +507,18 @@ fn document(
                 json!({"get": op("list", &format!("{}ForAllNamespaces", id("list")), &kind_gvk, list_params(), ("200", list.clone()), None)}),
             );
         }
-        for sub in &t.subresources {
+        for sub in &t.subresources_for(version) {
+            let sub_obj = if sub.name == "scale" {
+                wanted.insert("io.k8s.api.autoscaling.v1.Scale".into());
+                reference("io.k8s.api.autoscaling.v1.Scale")
+            } else {
+                obj.clone()
+            };
+            let sub_gvk = if sub.name == "scale" {
+                gvk("autoscaling", "v1", "Scale")
+            } else {
+                kind_gvk.clone()
+            };
             let mut s = Map::new();
             s.insert("parameters".into(), Value::Array(item_params.clone()));
             for verb in &sub.verbs {
@@ -485,7 +527,7 @@ fn document(
                     "update" => (
                         "put",
                         "put",
-                        Some(content(&obj, &["application/json", "application/yaml"])),
+                        Some(content(&sub_obj, &["application/json", "application/yaml"])),
                     ),
                     "patch" => ("patch", "patch", Some(content(&patch_schema, &patch_types))),
                     _ => continue,
@@ -500,9 +542,9 @@ fn document(
                     op(
                         action,
                         &format!("{}{}", id(method), sub.name),
-                        &kind_gvk,
+                        &sub_gvk,
                         params,
-                        ("200", obj.clone()),
+                        ("200", sub_obj.clone()),
                         body,
                     ),
                 );
@@ -512,6 +554,7 @@ fn document(
     }
     // Transitive closure of referenced definitions.
     let mut queue: Vec<String> = wanted.into_iter().collect();
+    queue.extend(custom_refs);
     let mut seen = BTreeSet::new();
     while let Some(name) = queue.pop() {
         if !seen.insert(name.clone()) {
@@ -520,7 +563,10 @@ fn document(
         let Some(def) = defs.get(&name) else { continue };
         let mut def = def.clone();
         collect_refs(&def, &mut queue);
-        if let Some(t) = types.iter().find(|t| t.schema_name == name) {
+        if let Some(t) = types
+            .iter()
+            .find(|t| t.custom().is_none() && t.schema_name == name)
+        {
             def["x-kubernetes-group-version-kind"] = json!([gvk(group, version, &t.kind)]);
         }
         schemas.insert(name, def);

@@ -23,6 +23,17 @@ pub enum Builtin {
     Event,
     /// coordination.k8s.io/v1 Lease.
     Lease,
+    /// apiextensions.k8s.io/v1 CustomResourceDefinition.
+    CustomResourceDefinition,
+}
+
+/// Who implements a resource type.
+#[derive(Debug, Clone)]
+pub enum Behavior {
+    /// A built-in kind with native strategies.
+    Builtin(Builtin),
+    /// A custom resource defined by a CRD.
+    Custom(Arc<crate::custom::CustomType>),
 }
 
 /// A subresource of a resource type.
@@ -65,10 +76,11 @@ pub struct ResourceType {
     pub verbs: Vec<&'static str>,
     /// Subresources.
     pub subresources: Vec<Subresource>,
-    /// The OpenAPI definition name of the kind (`io.k8s.api.core.v1.ConfigMap`).
+    /// The OpenAPI definition name of the kind (`io.k8s.api.core.v1.ConfigMap`); for custom
+    /// resources, that of the storage version (see [`ResourceType::schema_name_for`]).
     pub schema_name: String,
-    /// Which built-in implementation serves it.
-    pub builtin: Builtin,
+    /// Which implementation serves it.
+    pub behavior: Behavior,
 }
 
 impl ResourceType {
@@ -110,14 +122,41 @@ impl ResourceType {
         format!("{}{ns}/{name}", self.key_prefix())
     }
 
+    /// The built-in kind, if it is one.
+    pub fn builtin(&self) -> Option<Builtin> {
+        match self.behavior {
+            Behavior::Builtin(b) => Some(b),
+            Behavior::Custom(_) => None,
+        }
+    }
+
+    /// The custom type, if it is one.
+    pub fn custom(&self) -> Option<&Arc<crate::custom::CustomType>> {
+        match &self.behavior {
+            Behavior::Custom(c) => Some(c),
+            Behavior::Builtin(_) => None,
+        }
+    }
+
+    /// The OpenAPI definition name of the kind at `version`.
+    pub fn schema_name_for(&self, version: &str) -> String {
+        match &self.behavior {
+            Behavior::Builtin(_) => self.schema_name.clone(),
+            Behavior::Custom(_) => crate::custom::schema_name(&self.group, version, &self.kind),
+        }
+    }
+
+    /// The subresources served at `version`.
+    pub fn subresources_for(&self, version: &str) -> Vec<Subresource> {
+        match &self.behavior {
+            Behavior::Builtin(_) => self.subresources.clone(),
+            Behavior::Custom(c) => c.subresources(version, &self.kind),
+        }
+    }
+
     /// Whether the main resource serves `verb`.
     pub fn serves(&self, verb: &str) -> bool {
         self.verbs.contains(&verb)
-    }
-
-    /// A subresource by name.
-    pub fn subresource(&self, name: &str) -> Option<&Subresource> {
-        self.subresources.iter().find(|s| s.name == name)
     }
 }
 
@@ -161,7 +200,7 @@ fn builtin(
         verbs: ALL_VERBS.to_vec(),
         subresources: Vec::new(),
         schema_name: schema_name.into(),
-        builtin: which,
+        behavior: Behavior::Builtin(which),
     }
 }
 
@@ -194,7 +233,25 @@ pub fn builtin_types() -> Vec<ResourceType> {
             verbs: vec!["get", "patch", "update"],
         },
     ];
+    let mut crd = builtin(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "customresourcedefinition",
+        "CustomResourceDefinition",
+        &["crd", "crds"],
+        false,
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+        Builtin::CustomResourceDefinition,
+    );
+    crd.categories = vec!["api-extensions".into()];
+    crd.subresources = vec![Subresource {
+        name: "status".into(),
+        kind: "CustomResourceDefinition".into(),
+        group_version: String::new(),
+        verbs: vec!["get", "patch", "update"],
+    }];
     vec![
+        crd,
         builtin(
             "",
             "configmaps",
@@ -318,21 +375,33 @@ impl Catalog {
     }
 }
 
-/// The live registry.
+/// The live registry: the built-in types, plus the custom types of established CRDs.
 #[derive(Debug)]
 pub struct Registry {
+    builtins: Vec<Arc<ResourceType>>,
     current: RwLock<Arc<Catalog>>,
 }
 
 impl Registry {
     /// A registry holding `types`.
     pub fn new(types: Vec<ResourceType>) -> Registry {
+        let builtins: Vec<Arc<ResourceType>> = types.into_iter().map(Arc::new).collect();
         Registry {
-            current: RwLock::new(Arc::new(Catalog::build(
-                1,
-                types.into_iter().map(Arc::new).collect(),
-            ))),
+            current: RwLock::new(Arc::new(Catalog::build(1, builtins.clone()))),
+            builtins,
         }
+    }
+
+    /// Replaces the custom types (a new catalog generation; discovery and OpenAPI follow).
+    pub fn set_custom(&self, custom: Vec<ResourceType>) {
+        let mut guard = match self.current.write() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let mut types = self.builtins.clone();
+        types.extend(custom.into_iter().map(Arc::new));
+        let generation = guard.generation + 1;
+        *guard = Arc::new(Catalog::build(generation, types));
     }
 
     /// The current catalog.

@@ -9,6 +9,7 @@ mod delete_collection;
 mod get;
 mod list;
 mod patch;
+mod scale;
 mod update;
 mod watch;
 
@@ -21,7 +22,6 @@ use wasmgate_apimachinery::json::{self as wjson, Decoded};
 use wasmgate_apimachinery::media::{self, BodyType, Output};
 use wasmgate_apimachinery::options::{FieldValidation, Query};
 use wasmgate_apimachinery::request_info::{ResourceRequest, Verb};
-use wasmgate_apimachinery::schema::{self, Flavor};
 use wasmgate_apimachinery::status::{Status, Target};
 use wasmgate_apimachinery::table::{self, IncludeObject};
 use wasmgate_apimachinery::validation::FieldError;
@@ -29,11 +29,9 @@ use wasmgate_apimachinery::{protobuf, selectors};
 use wasmgate_storage::{Precondition, ReadAt, Write, WriteOp};
 
 use crate::body::{self, Body};
-use crate::builtin;
 use crate::error::{ApiError, ApiResult, storage_error};
 use crate::handler::header_str;
 use crate::object::{self, meta, meta_str};
-use crate::openapi::builtin_definitions;
 use crate::registry::ResourceType;
 use crate::{Inner, User};
 
@@ -51,6 +49,28 @@ pub(crate) struct Ctx {
 }
 
 pub(crate) async fn dispatch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
+    if let Some(c) = ctx.rt.custom().cloned() {
+        let Some(v) = c.version(&ctx.req.version) else {
+            return Err(Status::not_found_path().into());
+        };
+        if let Some(w) = &v.deprecation_warning {
+            ctx.warnings.push(w.clone());
+        }
+        if c.terminating && ctx.req.verb == Verb::Create {
+            return Err(Status::failure(
+                405,
+                "MethodNotAllowed",
+                format!(
+                    "create not allowed while custom resource definition {} is terminating",
+                    c.crd_name
+                ),
+            )
+            .into());
+        }
+    }
+    if ctx.req.subresource.as_deref() == Some("scale") {
+        return scale::scale(ctx, body).await;
+    }
     match ctx.req.verb {
         Verb::Get => get::get(ctx).await,
         Verb::List => list::list(ctx).await,
@@ -70,7 +90,7 @@ pub(crate) enum Obj {
 }
 
 impl Obj {
-    fn value(&self) -> ApiResult<std::borrow::Cow<'_, Value>> {
+    pub(crate) fn value(&self) -> ApiResult<std::borrow::Cow<'_, Value>> {
         match self {
             Obj::Value(v) => Ok(std::borrow::Cow::Borrowed(v)),
             Obj::Raw(b) => object::from_stored(b)
@@ -130,15 +150,10 @@ impl Ctx {
         let now = time::OffsetDateTime::now_utc();
         Ok(objs
             .iter()
-            .map(|o| {
-                table::build_row(
-                    &self.rt.group,
-                    &self.rt.resource,
-                    o,
-                    include,
-                    out.api_version(),
-                    now,
-                )
+            .map(|o| table::TableRow {
+                cells: self.table_cells(o, now),
+                conditions: None,
+                object: table::row_object(o, include, out.api_version()),
             })
             .collect())
     }
@@ -165,7 +180,7 @@ impl Ctx {
                 let t = table::Table {
                     api_version: v.api_version().into(),
                     metadata: table::list_metadata(&rv, "", None),
-                    column_definitions: table::columns_for(&self.rt.group, &self.rt.resource),
+                    column_definitions: self.table_columns(),
                     rows: self.table_rows(std::slice::from_ref(&value), v)?,
                 };
                 Ok(response(
@@ -263,7 +278,7 @@ impl Ctx {
                 let t = table::Table {
                     api_version: v.api_version().into(),
                     metadata: Value::Object(list_meta),
-                    column_definitions: table::columns_for(&self.rt.group, &self.rt.resource),
+                    column_definitions: self.table_columns(),
                     rows: self.table_rows(&values, v)?,
                 };
                 Ok(response(
@@ -302,6 +317,15 @@ impl Ctx {
             })?,
             BodyType::Yaml => wjson::from_yaml(body)
                 .map_err(|e| Status::bad_request(format!("error converting YAML to JSON: {e}")))?,
+            BodyType::Protobuf if self.is_custom() => {
+                // ENC-05: no protobuf for custom resources.
+                return Err(Status::failure(
+                    415,
+                    "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
+                )
+                .into());
+            }
             BodyType::Protobuf => {
                 let value = protobuf::decode(body).map_err(|e| match e {
                     protobuf::ProtobufError::UnsupportedKind { .. } => {
@@ -358,9 +382,7 @@ impl Ctx {
         Ok(())
     }
 
-    /// Unknown and duplicate fields (`FV-01`..`FV-06`): 400 under Strict, `Warning`s under
-    /// Warn, silence under Ignore; unknown fields are pruned in every mode. Type errors
-    /// are always 400.
+    /// [`Ctx::check_fields_into`], with the warnings going to the response.
     pub(crate) fn check_fields(
         &mut self,
         obj: &mut Value,
@@ -370,46 +392,6 @@ impl Ctx {
         let mut warnings = Vec::new();
         self.check_fields_into(obj, duplicates, mode, &mut warnings)?;
         self.warnings.extend(warnings);
-        Ok(())
-    }
-
-    /// [`Ctx::check_fields`], collecting warnings into `warnings`.
-    pub(crate) fn check_fields_into(
-        &self,
-        obj: &mut Value,
-        duplicates: &[String],
-        mode: FieldValidation,
-        warnings: &mut Vec<String>,
-    ) -> ApiResult<()> {
-        let defs = builtin_definitions();
-        let root = json!({"$ref": format!("#/components/schemas/{}", self.rt.schema_name)});
-        let report = schema::check(obj, &root, defs, Flavor::BuiltIn, true);
-        if let Some(e) = report.type_error {
-            return Err(Status::bad_request(schema::type_error_message(
-                &self.rt.kind,
-                &self.req.version,
-                &e,
-            ))
-            .into());
-        }
-        let mut problems: Vec<String> = report
-            .unknown
-            .iter()
-            .map(|p| format!("unknown field {p:?}"))
-            .collect();
-        problems.extend(duplicates.iter().map(|p| format!("duplicate field {p:?}")));
-        match mode {
-            FieldValidation::Ignore => {}
-            FieldValidation::Warn => warnings.extend(problems),
-            FieldValidation::Strict if !problems.is_empty() => {
-                return Err(Status::bad_request(format!(
-                    "strict decoding error: {}",
-                    problems.join(", ")
-                ))
-                .into());
-            }
-            FieldValidation::Strict => {}
-        }
         Ok(())
     }
 
@@ -492,9 +474,9 @@ impl Ctx {
                 m.insert("namespace".into(), ns.clone());
             }
         }
-        builtin::prepare_for_update(&self.rt, new, old, self.req.subresource.as_deref());
+        self.prepare_update(new, old);
         let name = meta_str(old, "name").unwrap_or("").to_owned();
-        let errs = builtin::validate(&self.rt, new, Some(old));
+        let errs = self.validate_object(new, Some(old));
         if !errs.is_empty() {
             return Err(self.invalid(&name, &errs));
         }
@@ -525,7 +507,8 @@ impl Ctx {
                 .await
                 .map_err(|e| storage_error(e, target))?;
             let cur = cur.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
-            let cur_obj = object::from_stored(&cur.value).map_err(ApiError::internal)?;
+            let mut cur_obj = object::from_stored(&cur.value).map_err(ApiError::internal)?;
+            self.present_value(&mut cur_obj);
             let mut new = compute(&cur_obj)?;
             if pinned
                 && meta_str(&new, "resourceVersion") != Some(cur.revision.to_string().as_str())
@@ -547,6 +530,7 @@ impl Ctx {
             if dry_run {
                 return Ok(new);
             }
+            self.to_storage(&mut new);
             let finished = object::is_deleting(&new) && object::finalizers(&new).is_empty();
             let op = if finished {
                 WriteOp::Delete(object::to_stored(&new))
@@ -563,7 +547,12 @@ impl Ctx {
                 })
                 .await
             {
-                Ok(c) => return object::from_stored(&c.value).map_err(ApiError::internal),
+                Ok(c) => {
+                    let mut stored = object::from_stored(&c.value).map_err(ApiError::internal)?;
+                    self.present_value(&mut stored);
+                    self.after_write(c.revision).await;
+                    return Ok(stored);
+                }
                 Err(wasmgate_storage::StorageError::Conflict { .. }) if !pinned => {
                     continue;
                 }
@@ -571,6 +560,16 @@ impl Ctx {
             }
         }
         Err(ApiError::internal("too many conflicting updates"))
+    }
+}
+
+impl Ctx {
+    /// After a committed write: writes to CRDs return once the registry serves the change
+    /// (`CRD-02`: a created CRD's endpoints exist when `create` returns).
+    pub(crate) async fn after_write(&self, revision: u64) {
+        if self.rt.builtin() == Some(crate::registry::Builtin::CustomResourceDefinition) {
+            crate::crd_controller::wait_synced(&self.inner, revision).await;
+        }
     }
 }
 

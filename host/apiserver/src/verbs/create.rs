@@ -10,7 +10,6 @@ use wasmgate_storage::{Precondition, StorageError, Write, WriteOp};
 
 use super::{Ctx, Obj};
 use crate::body::Body;
-use crate::builtin;
 use crate::error::{ApiResult, storage_error};
 use crate::object::{self, meta_mut, meta_str};
 
@@ -40,13 +39,19 @@ pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
             object::meta_mut(&mut obj).remove("resourceVersion");
             return ctx.respond_object(StatusCode::CREATED, Obj::Value(obj));
         }
+        let mut stored = obj.clone();
+        ctx.to_storage(&mut stored);
         let write = Write {
             key: ctx.key(&name),
             precondition: Precondition::Absent,
-            op: WriteOp::Put(object::to_stored(&obj)),
+            op: WriteOp::Put(object::to_stored(&stored)),
         };
         match ctx.inner.store.write(write).await {
-            Ok(c) => return ctx.respond_object(StatusCode::CREATED, Obj::Raw(c.value)),
+            Ok(c) => {
+                ctx.after_write(c.revision).await;
+                let out = ctx.present(c.value)?;
+                return ctx.respond_object(StatusCode::CREATED, out);
+            }
             Err(StorageError::AlreadyExists { .. }) if attempt + 1 < attempts => continue,
             Err(e) => return Err(storage_error(e, ctx.target(&name))),
         }
@@ -129,8 +134,8 @@ fn before_create(ctx: &Ctx, obj: &mut Value) -> ApiResult<bool> {
         )];
         return Err(ctx.invalid("", &errs));
     }
-    builtin::prepare_for_create(&rt, obj);
-    let errs = builtin::validate(&rt, obj, None);
+    ctx.prepare_create(obj);
+    let errs = ctx.validate_object(obj, None);
     if !errs.is_empty() {
         return Err(ctx.invalid(meta_str(obj, "name").unwrap_or(""), &errs));
     }

@@ -31,7 +31,14 @@ pub(super) async fn delete(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
     let name = ctx.name().to_owned();
     let ns = ctx.namespace().map(str::to_owned);
     match delete_one(ctx, ns.as_deref(), &name, &opts).await? {
-        Deleted::Pending(obj) => ctx.respond_object(StatusCode::OK, Obj::Value(obj)),
+        Deleted::Pending(mut obj) => {
+            ctx.present_value(&mut obj);
+            ctx.respond_object(StatusCode::OK, Obj::Value(obj))
+        }
+        Deleted::Removed(mut obj) if ctx.delete_returns_object() => {
+            ctx.present_value(&mut obj);
+            ctx.respond_object(StatusCode::OK, Obj::Value(obj))
+        }
         Deleted::Removed(obj) => {
             let uid = meta_str(&obj, "uid").unwrap_or("").to_owned();
             let s = Status::success(ctx.target(&name), &uid);
@@ -67,7 +74,7 @@ pub(super) async fn delete_one(
     opts: &DeleteOptions,
 ) -> ApiResult<Deleted> {
     let target = ctx.target(name);
-    if ctx.rt.builtin == Builtin::Namespace && IMMORTAL_NAMESPACES.contains(&name) {
+    if ctx.rt.builtin() == Some(Builtin::Namespace) && IMMORTAL_NAMESPACES.contains(&name) {
         return Err(Status::forbidden(target, "this namespace may not be deleted").into());
     }
     let key = ctx.rt.key(namespace, name);
@@ -86,7 +93,7 @@ pub(super) async fn delete_one(
         let cur = cur.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
         let mut obj = object::from_stored(&cur.value).map_err(ApiError::internal)?;
         check_preconditions(target, opts, &obj)?;
-        let pending = if ctx.rt.builtin == Builtin::Namespace {
+        let pending = if ctx.rt.builtin() == Some(Builtin::Namespace) {
             let spec_finalizers = obj
                 .get("spec")
                 .and_then(|s| s.get("finalizers"))
@@ -106,7 +113,7 @@ pub(super) async fn delete_one(
                 m.insert("deletionTimestamp".into(), json!(object::now_rfc3339()));
                 m.insert("deletionGracePeriodSeconds".into(), json!(0));
             }
-            if ctx.rt.builtin == Builtin::Namespace {
+            if ctx.rt.builtin() == Some(Builtin::Namespace) {
                 obj["status"]["phase"] = json!("Terminating");
             }
             if dry {
@@ -130,6 +137,7 @@ pub(super) async fn delete_one(
             .await;
         match res {
             Ok(c) => {
+                ctx.after_write(c.revision).await;
                 let stored = object::from_stored(&c.value).map_err(ApiError::internal)?;
                 return Ok(if pending {
                     Deleted::Pending(stored)

@@ -5,7 +5,7 @@ use wasmgate_apimachinery::options::parse_resource_version;
 use wasmgate_apimachinery::status::Status;
 use wasmgate_storage::ReadAt;
 
-use super::{Ctx, Obj};
+use super::Ctx;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult, storage_error};
 
@@ -27,7 +27,8 @@ pub(super) async fn get(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         .await
         .map_err(|e| storage_error(e, target))?;
     let found = found.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
-    ctx.respond_object(StatusCode::OK, Obj::Raw(found.value))
+    let out = ctx.present(found.value)?;
+    ctx.respond_object(StatusCode::OK, out)
 }
 
 /// Waits briefly for the store to reach `rev`, else 504 "Too large resource version"

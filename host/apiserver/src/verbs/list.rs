@@ -89,11 +89,16 @@ pub(super) async fn read_list(
         let last_key = page.items.last().map(|v| v.key.clone());
         for v in page.items {
             if filter.is_everything() {
-                items.push(Obj::Raw(v.value));
+                items.push(ctx.present(v.value)?);
             } else {
-                let obj = object::from_stored(&v.value).map_err(ApiError::internal)?;
+                let mut obj = object::from_stored(&v.value).map_err(ApiError::internal)?;
                 if filter.matches(&obj) {
-                    items.push(Obj::Raw(v.value));
+                    if ctx.is_custom() {
+                        ctx.present_value(&mut obj);
+                        items.push(Obj::Value(obj));
+                    } else {
+                        items.push(Obj::Raw(v.value));
+                    }
                 }
             }
         }

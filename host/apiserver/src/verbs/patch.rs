@@ -28,6 +28,15 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
         )
         .into());
     }
+    if ty == PatchType::StrategicMerge && ctx.is_custom() {
+        // PATCH-04: strategic merge patch needs Go struct tags custom resources lack.
+        return Err(Status::failure(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json",
+        )
+        .into());
+    }
     if opts.force.is_some() {
         return Err(Status::bad_request(
             "force: Forbidden: may not be specified for non-apply patch",

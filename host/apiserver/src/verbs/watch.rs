@@ -85,11 +85,13 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         filter,
         output,
         include,
-        group: ctx.rt.group.clone(),
-        resource: ctx.rt.resource.clone(),
         kind: ctx.rt.kind.clone(),
         api_version: ctx.api_version(),
         sent_columns: false,
+        presenter: ctx.presenter(),
+        columns: ctx.table_columns(),
+        rt: ctx.rt.clone(),
+        version: ctx.req.version.clone(),
     };
     let bookmarks = opts
         .allow_watch_bookmarks
@@ -142,12 +144,16 @@ struct Stream {
     filter: Filter,
     output: Output,
     include: IncludeObject,
-    group: String,
-    resource: String,
     kind: String,
     api_version: String,
     /// Table streams send column definitions with the first row only.
     sent_columns: bool,
+    /// Version conversion of custom resources.
+    presenter: Option<crate::kinds::Presenter>,
+    columns: Vec<table::ColumnDefinition>,
+    /// The kind and version, for table cells (built-in printers or CRD printer columns).
+    rt: std::sync::Arc<crate::registry::ResourceType>,
+    version: String,
 }
 
 impl Stream {
@@ -299,6 +305,16 @@ impl Stream {
     }
 
     fn frame_with_cache(&mut self, ty: &str, ev: &Event) -> Bytes {
+        if let Some(p) = self.presenter.clone().filter(|p| p.needs(&ev.value)) {
+            let d = decoded(ev);
+            let mut obj = d
+                .downcast_ref::<DecodedEvent>()
+                .and_then(|d| d.obj.clone())
+                .unwrap_or(Value::Null);
+            p.apply(&mut obj);
+            let raw = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
+            return self.frame(ty, &raw, Some(&obj));
+        }
         match self.output {
             Output::Json => self.frame(ty, &ev.value, None),
             _ => {
@@ -335,20 +351,17 @@ impl Stream {
                         Vec::new()
                     } else {
                         self.sent_columns = true;
-                        table::columns_for(&self.group, &self.resource)
+                        self.columns.clone()
                     };
                     table::Table {
                         api_version: v.api_version().into(),
                         metadata: table::list_metadata(rv, "", None),
                         column_definitions: columns,
-                        rows: vec![table::build_row(
-                            &self.group,
-                            &self.resource,
-                            obj,
-                            self.include,
-                            v.api_version(),
-                            now,
-                        )],
+                        rows: vec![table::TableRow {
+                            cells: self.cells(obj, now),
+                            conditions: None,
+                            object: table::row_object(obj, self.include, v.api_version()),
+                        }],
                     }
                     .to_json()
                 } else {
@@ -359,6 +372,13 @@ impl Stream {
         }
         f.put_slice(b"}\n");
         f.freeze()
+    }
+
+    fn cells(&self, obj: &Value, now: time::OffsetDateTime) -> Vec<Value> {
+        match self.rt.custom().and_then(|c| c.version(&self.version)) {
+            Some(v) => crate::custom::cells(v, obj, now),
+            None => table::cells_for(&self.rt.group, &self.rt.resource, obj, now),
+        }
     }
 
     /// A BOOKMARK: every change up to `rev` has been sent (`WATCH-06`); with `end`, it also

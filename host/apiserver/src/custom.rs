@@ -1,0 +1,514 @@
+//! Custom resources: the types CRDs define (`CRD-01`, `CRDV-*`, `SUB-01`, `SUB-02`,
+//! `TABLE-05`, `CONV-01`, `CONV-02`, `WARN-02`).
+//!
+//! A [`CustomType`] is built from a stored (already validated) CRD: per served version its
+//! structural schema, validation rules, subresources and printer columns. The functions
+//! here are what kube-apiserver's custom resource strategy does: generation, status
+//! handling, pruning, defaulting, validation, table rows, and conversion between versions
+//! (strategy `None`: only `apiVersion` changes).
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use wasmgate_apimachinery::jsonpath::JsonPath;
+use wasmgate_apimachinery::structural::Schema;
+use wasmgate_apimachinery::table::{self, ColumnDefinition};
+use wasmgate_apimachinery::validation::{self as v, FieldError};
+
+use crate::object::{meta, meta_mut};
+use crate::registry::{ALL_VERBS, Behavior, ResourceType, Subresource, compare_versions};
+
+/// The finalizer with which a CRD's custom resources are deleted before the CRD goes.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// One CRD's custom resource type.
+#[derive(Debug)]
+pub struct CustomType {
+    /// The CRD's name (`<plural>.<group>`).
+    pub crd_name: String,
+    /// Every version of the CRD, in spec order.
+    pub versions: Vec<CustomVersion>,
+    /// The group/kind, for messages.
+    group: String,
+    kind: String,
+    /// Whether the CRD is being deleted (its objects may be read and deleted, not created).
+    pub terminating: bool,
+}
+
+/// One version of a custom resource type.
+#[derive(Debug)]
+pub struct CustomVersion {
+    /// Version name.
+    pub name: String,
+    /// Served at `/apis/<group>/<name>`.
+    pub served: bool,
+    /// Objects are stored at this version.
+    pub storage: bool,
+    /// The `Warning` sent with every request for this version, if deprecated (`WARN-02`).
+    pub deprecation_warning: Option<String>,
+    /// The structural schema.
+    pub schema: Schema,
+    /// Whether the schema declares any `default` (then reads apply defaults too).
+    pub has_defaults: bool,
+    /// The CEL validation rules of the schema.
+    pub rules: Option<crate::celrules::Rules>,
+    /// `subresources.status`.
+    pub status: bool,
+    /// `subresources.scale`.
+    pub scale: Option<ScaleSpec>,
+    /// Table columns after Name.
+    pub columns: Vec<PrinterColumn>,
+}
+
+/// `subresources.scale` (`SUB-02`).
+#[derive(Debug, Clone)]
+pub struct ScaleSpec {
+    /// `.spec.replicas`-like path.
+    pub spec_replicas: JsonPath,
+    /// `.status.replicas`-like path.
+    pub status_replicas: JsonPath,
+    /// `.status.selector`-like path.
+    pub label_selector: Option<JsonPath>,
+}
+
+/// One `additionalPrinterColumns` entry (`TABLE-05`).
+#[derive(Debug, Clone)]
+pub struct PrinterColumn {
+    /// The column as the Table shows it.
+    pub definition: ColumnDefinition,
+    /// Where its value comes from.
+    pub path: JsonPath,
+}
+
+/// `<reversed group>.<version>.<Kind>`, the OpenAPI name of a custom kind.
+pub fn schema_name(group: &str, version: &str, kind: &str) -> String {
+    let reversed: Vec<&str> = group.split('.').rev().collect();
+    format!("{}.{version}.{kind}", reversed.join("."))
+}
+
+impl CustomType {
+    /// A served version.
+    pub fn version(&self, name: &str) -> Option<&CustomVersion> {
+        self.versions.iter().find(|v| v.name == name && v.served)
+    }
+
+    /// The storage version.
+    pub fn storage(&self) -> Option<&CustomVersion> {
+        self.versions.iter().find(|v| v.storage)
+    }
+
+    /// The subresources served at a version.
+    pub fn subresources(&self, version: &str, kind: &str) -> Vec<Subresource> {
+        let Some(v) = self.version(version) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if v.scale.is_some() {
+            out.push(Subresource {
+                name: "scale".into(),
+                kind: "Scale".into(),
+                group_version: "autoscaling/v1".into(),
+                verbs: vec!["get", "patch", "update"],
+            });
+        }
+        if v.status {
+            out.push(Subresource {
+                name: "status".into(),
+                kind: kind.into(),
+                group_version: String::new(),
+                verbs: vec!["get", "patch", "update"],
+            });
+        }
+        out
+    }
+
+    /// `group/version Kind`, for messages.
+    pub fn describe(&self, version: &str) -> String {
+        format!("{}/{version} {}", self.group, self.kind)
+    }
+}
+
+/// Builds the resource type of a stored CRD. `None` when the CRD cannot be served (it was
+/// validated at write; this only guards against stored data from elsewhere).
+pub fn resource_type(crd: &Value) -> Result<ResourceType, String> {
+    let spec = crd.get("spec").ok_or("no spec")?;
+    let group = str_at(spec, &["group"]).ok_or("no spec.group")?.to_owned();
+    let names = spec.get("names").ok_or("no spec.names")?;
+    let plural = str_at(names, &["plural"]).ok_or("no plural")?.to_owned();
+    let kind = str_at(names, &["kind"]).ok_or("no kind")?.to_owned();
+    let singular = str_at(names, &["singular"]).map_or_else(|| kind.to_lowercase(), str::to_owned);
+    let list_kind =
+        str_at(names, &["listKind"]).map_or_else(|| format!("{kind}List"), str::to_owned);
+    let strings = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let short_names = strings(names.get("shortNames"));
+    let categories = strings(names.get("categories"));
+    let namespaced = str_at(spec, &["scope"]) == Some("Namespaced");
+    let mut versions = Vec::new();
+    for (i, ver) in spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .ok_or("no spec.versions")?
+        .iter()
+        .enumerate()
+    {
+        let name = str_at(ver, &["name"])
+            .ok_or("version without name")?
+            .to_owned();
+        let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
+        let raw = ver
+            .get("schema")
+            .and_then(|s| s.get("openAPIV3Schema"))
+            .cloned()
+            .unwrap_or_else(
+                || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+            );
+        let schema = Schema::parse(&raw, &path)
+            .map_err(|e| format!("{path}: {}", v::aggregate_message(&e)))?;
+        let rules = crate::celrules::compile(&raw, &path)
+            .map_err(|e| format!("{path}: {}", v::aggregate_message(&e)))?;
+        let deprecated = ver.get("deprecated").and_then(Value::as_bool) == Some(true);
+        let deprecation_warning = deprecated.then(|| {
+            str_at(ver, &["deprecationWarning"]).map_or_else(
+                || format!("{group}/{name} {kind} is deprecated"),
+                str::to_owned,
+            )
+        });
+        let subresources = ver.get("subresources");
+        let scale = match subresources.and_then(|s| s.get("scale")) {
+            Some(sc) => Some(ScaleSpec {
+                spec_replicas: JsonPath::parse(
+                    str_at(sc, &["specReplicasPath"]).unwrap_or(".spec.replicas"),
+                )
+                .map_err(|e| e.to_string())?,
+                status_replicas: JsonPath::parse(
+                    str_at(sc, &["statusReplicasPath"]).unwrap_or(".status.replicas"),
+                )
+                .map_err(|e| e.to_string())?,
+                label_selector: match str_at(sc, &["labelSelectorPath"]) {
+                    Some(p) => Some(JsonPath::parse(p).map_err(|e| e.to_string())?),
+                    None => None,
+                },
+            }),
+            None => None,
+        };
+        let mut columns = Vec::new();
+        let apcs = ver
+            .get("additionalPrinterColumns")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_else(|| {
+                vec![json!({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"})]
+            });
+        for c in apcs {
+            let col_name = str_at(&c, &["name"]).unwrap_or("").to_owned();
+            let ty = str_at(&c, &["type"]).unwrap_or("string");
+            let path = JsonPath::parse(str_at(&c, &["jsonPath"]).unwrap_or(""))
+                .map_err(|e| e.to_string())?;
+            let description = str_at(&c, &["description"]).map_or_else(
+                || {
+                    format!(
+                        "Custom resource definition column (in JSONPath format): {}",
+                        str_at(&c, &["jsonPath"]).unwrap_or("")
+                    )
+                },
+                str::to_owned,
+            );
+            columns.push(PrinterColumn {
+                definition: ColumnDefinition::new(
+                    &col_name,
+                    ty,
+                    str_at(&c, &["format"]).unwrap_or(""),
+                    &description,
+                    c.get("priority").and_then(Value::as_i64).unwrap_or(0) as i32,
+                ),
+                path,
+            });
+        }
+        versions.push(CustomVersion {
+            served: ver.get("served").and_then(Value::as_bool).unwrap_or(false),
+            storage: ver.get("storage").and_then(Value::as_bool).unwrap_or(false),
+            has_defaults: contains_key(&raw, "default"),
+            schema,
+            rules: (!rules.is_empty()).then_some(rules),
+            deprecation_warning,
+            status: subresources.and_then(|s| s.get("status")).is_some(),
+            scale,
+            columns,
+            name,
+        });
+    }
+    let storage_version = versions
+        .iter()
+        .find(|v| v.storage)
+        .map(|v| v.name.clone())
+        .ok_or("no storage version")?;
+    let mut served: Vec<String> = versions
+        .iter()
+        .filter(|v| v.served)
+        .map(|v| v.name.clone())
+        .collect();
+    served.sort_by(|a, b| compare_versions(a, b));
+    // The default deprecation text names the preferred non-deprecated version, if any.
+    let preferred = served
+        .iter()
+        .find(|n| {
+            versions
+                .iter()
+                .any(|v| &v.name == *n && v.deprecation_warning.is_none())
+        })
+        .cloned();
+    for ver in &mut versions {
+        let explicit = spec
+            .get("versions")
+            .and_then(Value::as_array)
+            .and_then(|vs| {
+                vs.iter()
+                    .find(|x| str_at(x, &["name"]) == Some(ver.name.as_str()))
+            })
+            .and_then(|x| str_at(x, &["deprecationWarning"]))
+            .is_some();
+        if let (Some(w), Some(p), false) = (&mut ver.deprecation_warning, &preferred, explicit)
+            && *p != ver.name
+        {
+            w.push_str(&format!("; use {group}/{p} {kind}"));
+        }
+    }
+    let crd_name = str_at(crd, &["metadata", "name"]).unwrap_or("").to_owned();
+    let custom = Arc::new(CustomType {
+        crd_name,
+        versions,
+        group: group.clone(),
+        kind: kind.clone(),
+        terminating: crate::object::is_deleting(crd),
+    });
+    Ok(ResourceType {
+        schema_name: schema_name(&group, &storage_version, &kind),
+        group,
+        versions: served,
+        storage_version,
+        resource: plural,
+        singular,
+        kind,
+        list_kind,
+        short_names,
+        categories,
+        namespaced,
+        verbs: ALL_VERBS.to_vec(),
+        subresources: Vec::new(),
+        behavior: Behavior::Custom(custom),
+    })
+}
+
+fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+    path.iter().try_fold(v, |v, k| v.get(*k))?.as_str()
+}
+
+fn contains_key(v: &Value, key: &str) -> bool {
+    match v {
+        Value::Object(m) => m.contains_key(key) || m.values().any(|x| contains_key(x, key)),
+        Value::Array(a) => a.iter().any(|x| contains_key(x, key)),
+        _ => false,
+    }
+}
+
+/// Create: generation 1; with the status subresource, status cannot be set (`SUB-01`).
+pub fn prepare_for_create(ver: &CustomVersion, obj: &mut Value) {
+    meta_mut(obj).insert("generation".into(), json!(1));
+    if ver.status
+        && let Some(m) = obj.as_object_mut()
+    {
+        m.remove("status");
+    }
+}
+
+/// Update of the main resource or of `/status` (`SUB-01`, `META-07`).
+pub fn prepare_for_update(
+    ver: &CustomVersion,
+    new: &mut Value,
+    old: &Value,
+    subresource: Option<&str>,
+) {
+    match subresource {
+        Some("status") => {
+            // Only status changes; everything else comes from the stored object.
+            let status = new.get("status").cloned();
+            let managed = meta(new).get("managedFields").cloned();
+            *new = old.clone();
+            if let Some(m) = new.as_object_mut() {
+                match status {
+                    Some(s) => {
+                        m.insert("status".into(), s);
+                    }
+                    None => {
+                        m.remove("status");
+                    }
+                }
+            }
+            if let Some(mf) = managed {
+                meta_mut(new).insert("managedFields".into(), mf);
+            }
+        }
+        _ => {
+            if ver.status
+                && let Some(m) = new.as_object_mut()
+            {
+                match old.get("status") {
+                    Some(s) => {
+                        m.insert("status".into(), s.clone());
+                    }
+                    None => {
+                        m.remove("status");
+                    }
+                }
+            }
+            let generation = meta(old)
+                .get("generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            let bumped = if spec_changed(new, old) {
+                generation + 1
+            } else {
+                generation
+            };
+            meta_mut(new).insert("generation".into(), json!(bumped));
+        }
+    }
+}
+
+/// Whether anything but `metadata` and `status` differs.
+fn spec_changed(new: &Value, old: &Value) -> bool {
+    let strip = |v: &Value| -> Map<String, Value> {
+        let mut m = v.as_object().cloned().unwrap_or_default();
+        m.remove("metadata");
+        m.remove("status");
+        m
+    };
+    strip(new) != strip(old)
+}
+
+/// Validation of a create or update (`CRDV-01`, `CRDV-02`): ObjectMeta, then the schema
+/// (only `.status` for the status subresource), then the CEL rules.
+pub fn validate(
+    ver: &CustomVersion,
+    rt: &ResourceType,
+    obj: &Value,
+    old: Option<&Value>,
+    subresource: Option<&str>,
+) -> Vec<FieldError> {
+    let mut errs = v::validate_object_meta(
+        obj.get("metadata").unwrap_or(&Value::Null),
+        rt.namespaced,
+        v::is_dns1123_subdomain,
+    );
+    if subresource == Some("status") {
+        errs.extend(ver.schema.validate_status(obj));
+    } else {
+        errs.extend(ver.schema.validate(obj));
+    }
+    if errs.is_empty()
+        && let Some(rules) = &ver.rules
+    {
+        errs.extend(rules.validate(obj, old));
+    }
+    errs
+}
+
+/// Rewrites `apiVersion` for another version (conversion strategy `None`, `CONV-02`).
+pub fn set_version(obj: &mut Value, group: &str, version: &str) {
+    if let Some(m) = obj.as_object_mut() {
+        m.insert(
+            "apiVersion".into(),
+            Value::String(format!("{group}/{version}")),
+        );
+    }
+}
+
+/// The Table columns of a version: Name, then its printer columns.
+pub fn columns(ver: &CustomVersion) -> Vec<ColumnDefinition> {
+    let mut cols = vec![ColumnDefinition::new(
+        "Name",
+        "string",
+        "name",
+        "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
+        0,
+    )];
+    cols.extend(ver.columns.iter().map(|c| c.definition.clone()));
+    cols
+}
+
+/// The Table cells of an object: its name, then each printer column's value, typed as the
+/// column says (a value of another type is omitted, `TABLE-05`); `date` columns show ages.
+pub fn cells(ver: &CustomVersion, obj: &Value, now: time::OffsetDateTime) -> Vec<Value> {
+    let mut cells = vec![meta(obj).get("name").cloned().unwrap_or(Value::Null)];
+    for c in &ver.columns {
+        let found = c.path.first(obj);
+        let cell = match (c.definition.type_.as_str(), found) {
+            (_, None) => Value::Null,
+            ("integer", Some(v)) if v.is_i64() || v.is_u64() => v.clone(),
+            ("number", Some(v)) if v.is_number() => v.clone(),
+            ("boolean", Some(v)) if v.is_boolean() => v.clone(),
+            ("date", Some(Value::String(s))) => Value::String(table::age_since(Some(s), now)),
+            ("string", Some(Value::String(s))) => Value::String(s.clone()),
+            ("string", Some(v)) if !v.is_null() => Value::String(match v {
+                Value::Array(_) | Value::Object(_) => v.to_string(),
+                other => other.to_string().trim_matches('"').to_owned(),
+            }),
+            _ => Value::Null,
+        };
+        cells.push(cell);
+    }
+    cells
+}
+
+/// The `autoscaling/v1` Scale of an object (`SUB-02`): missing spec or status replicas
+/// read as 0, a missing selector as "".
+pub fn scale_of(spec: &ScaleSpec, obj: &Value) -> Value {
+    let m = meta(obj);
+    let mut scale_meta = Map::new();
+    for f in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(v) = m.get(f) {
+            scale_meta.insert(f.into(), v.clone());
+        }
+    }
+    let spec_replicas = spec
+        .spec_replicas
+        .first(obj)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let status_replicas = spec
+        .status_replicas
+        .first(obj)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let selector = spec
+        .label_selector
+        .as_ref()
+        .and_then(|p| p.first(obj))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let mut status = json!({"replicas": status_replicas});
+    if !selector.is_empty() {
+        status["selector"] = json!(selector);
+    }
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": scale_meta,
+        "spec": {"replicas": spec_replicas},
+        "status": status,
+    })
+}
