@@ -253,8 +253,10 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
                 let path = format!("{base}.schema.openAPIV3Schema");
                 match Schema::parse(raw, &path) {
                     Err(e) => errs.extend(e),
-                    Ok(_) => {
-                        if let Err(e) = crate::celrules::compile(raw, &path) {
+                    // CEL rules compile (type-checked, cost-estimated) when the CRD is
+                    // written (ERR-09), never at the first object.
+                    Ok(schema) => {
+                        if let Err(e) = wasmgate_cel::compile(&schema, &path) {
                             errs.extend(e);
                         }
                     }

@@ -51,7 +51,7 @@ pub struct CustomVersion {
     /// Whether the schema declares any `default` (then reads apply defaults too).
     pub has_defaults: bool,
     /// The CEL validation rules of the schema.
-    pub rules: Option<crate::celrules::Rules>,
+    pub rules: Option<wasmgate_cel::Rules>,
     /// `subresources.status`.
     pub status: bool,
     /// `subresources.scale`.
@@ -172,7 +172,7 @@ pub fn resource_type(crd: &Value) -> Result<ResourceType, String> {
             );
         let schema = Schema::parse(&raw, &path)
             .map_err(|e| format!("{path}: {}", v::aggregate_message(&e)))?;
-        let rules = crate::celrules::compile(&raw, &path)
+        let rules = wasmgate_cel::compile(&schema, &path)
             .map_err(|e| format!("{path}: {}", v::aggregate_message(&e)))?;
         let deprecated = ver.get("deprecated").and_then(Value::as_bool) == Some(true);
         let deprecation_warning = deprecated.then(|| {

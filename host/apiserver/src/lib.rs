@@ -23,7 +23,6 @@
 pub mod authn_x509;
 mod body;
 mod builtin;
-mod celrules;
 mod crd;
 mod crd_controller;
 pub mod custom;

@@ -721,3 +721,112 @@ async fn chunk_10000_custom_resources_list_in_chunks() {
     let want: Vec<String> = (0..n).map(|i| format!("w{i:05}")).collect();
     assert_eq!(names, want, "every object once, in order");
 }
+
+#[tokio::test]
+async fn crdv_02_err_09_cel_rules_compile_at_crd_write_and_run_on_objects() {
+    let s = Server::new().await;
+    let with_rule = |rule: &str, schema_extra: Value| {
+        let mut spec = json!({"type":"object","properties":{"replicas":{"type":"integer"},"items":{"type":"array","items":{"type":"string"}}},
+            "x-kubernetes-validations":[{"rule":rule}]});
+        if let Value::Object(extra) = schema_extra {
+            spec.as_object_mut().unwrap().extend(extra);
+        }
+        minimal_crd(
+            "cel.io",
+            "checks",
+            "Check",
+            json!({"type":"object","properties":{"spec":spec}}),
+        )
+    };
+    let cases = [
+        (
+            "self.replicas == true",
+            "found no matching overload for '_==_' applied to '(int, bool)'",
+        ),
+        (
+            "self.nonExistingField > 0",
+            "undefined field 'nonExistingField'",
+        ),
+        ("has(self)", "invalid argument to has() macro"),
+    ];
+    for (rule, want) in cases {
+        let r = s
+            .req(Method::POST, CRDS, with_rule(rule, Value::Null))
+            .await
+            .expect(422);
+        let text = r.text();
+        assert!(
+            text.contains("compilation failed: ERROR: <input>:1:"),
+            "{rule}: {text}"
+        );
+        assert!(text.contains(want), "{rule}: {text}");
+        assert!(text.contains("x-kubernetes-validations[0].rule"), "{text}");
+    }
+    // Cost: a quadratic rule over an unbounded list is refused at write.
+    let r = s
+        .req(
+            Method::POST,
+            CRDS,
+            with_rule("self.items.all(x, self.items.all(y, x == y))", Value::Null),
+        )
+        .await
+        .expect(422);
+    assert!(
+        r.text().contains("estimated rule cost exceeds budget"),
+        "{}",
+        r.text()
+    );
+    // The same rule with bounds is fine.
+    let bounded = with_rule(
+        "self.items.all(x, self.items.all(y, x == y || x != y))",
+        Value::Null,
+    );
+    let mut bounded = bounded;
+    bounded["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["items"]["maxItems"] = json!(10);
+    bounded["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["items"]["items"]["maxLength"] = json!(10);
+    s.req(Method::POST, CRDS, bounded).await.expect(201);
+}
+
+#[tokio::test]
+async fn crdv_02_rules_and_transition_rules_on_widgets() {
+    let s = with_widgets().await;
+    let r = create_widget(&s, "w", json!({"color":"blue","replicas":20}))
+        .await
+        .expect(422);
+    let j = r.json();
+    assert_eq!(
+        j["message"],
+        "Widget.example.com \"w\" is invalid: spec: Invalid value: \"object\": replicas must not exceed maxReplicas"
+    );
+    assert_eq!(j["details"]["causes"][0]["field"], "spec");
+    create_widget(
+        &s,
+        "w",
+        json!({"color":"blue","replicas":20,"maxReplicas":30,"label":"keep"}),
+    )
+    .await
+    .expect(201);
+    // Transition rule: oldSelf.label set, new one missing.
+    let r = s
+        .patch(
+            &format!("{W}/w"),
+            "application/json-patch+json",
+            r#"[{"op":"remove","path":"/spec/label"}]"#,
+        )
+        .await
+        .expect(422);
+    assert!(
+        r.text().contains("label cannot be removed once set"),
+        "{}",
+        r.text()
+    );
+    s.patch(
+        &format!("{W}/w"),
+        "application/merge-patch+json",
+        r#"{"spec":{"label":"other"}}"#,
+    )
+    .await
+    .expect(200);
+}
