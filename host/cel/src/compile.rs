@@ -11,7 +11,8 @@ use crate::checker::{self, Checked};
 use crate::decl::Decl;
 use crate::eval::Program;
 use crate::types::Ty;
-use crate::{cost, goregex, timeutil};
+use crate::{cost, timeutil};
+use wasmgate_apimachinery::goregex;
 
 /// cel-go's default `ExpressionSizeCodePointLimit`.
 const MAX_EXPRESSION_CODE_POINTS: usize = 100_000;

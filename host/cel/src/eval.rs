@@ -20,11 +20,11 @@ use regex::Regex;
 use crate::cost::{
     REGEX_STRING_LENGTH_COST_FACTOR, STRING_TRAVERSAL_COST_FACTOR, multiply_by_cost_factor,
 };
-use crate::goregex;
 use crate::timeutil::{self, Ts};
 use crate::value::{
     Built, EvalErr, List, MapV, Res, Sem, Str, Val, compare, equals, item_key, obj_field,
 };
+use wasmgate_apimachinery::goregex;
 
 /// Largest string or byte sequence an expression may build (characters or bytes).
 const MAX_BUILT_LEN: usize = 16 * 1024 * 1024;
@@ -524,7 +524,7 @@ impl<'a> Interp<'a, '_> {
             return Ok(r.clone());
         }
         self.meter.work(pattern.len() as u64 * 16)?;
-        let r = goregex::compile(pattern).map_err(EvalErr::Msg)?;
+        let r = goregex::compile_untrusted(pattern).map_err(EvalErr::Msg)?;
         if self.cache.len() >= REGEX_CACHE_LIMIT {
             self.cache.clear();
         }

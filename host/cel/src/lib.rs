@@ -25,7 +25,7 @@
 //! * `value`, `eval`: values read lazily from the JSON, and the metered interpreter.
 //! * `compile`: one expression from source to program, with cel-go's error display.
 //! * `k8slib`: the Kubernetes quantity, IP, CIDR, URL and format libraries.
-//! * `goregex`, `timeutil`, `fieldpath`: Go regular expressions, timestamps and durations,
+//! * `timeutil`, `fieldpath`: timestamps and durations,
 //!   `fieldPath`.
 //!
 //! cel-rust (the `cel` crate, no default features) supplies the parser and the standard
@@ -92,7 +92,6 @@ mod decls;
 mod escape;
 mod eval;
 mod fieldpath;
-mod goregex;
 mod k8slib;
 #[cfg(test)]
 mod kube_tests;

@@ -1,26 +1,41 @@
-//! Go (RE2) regular expressions on the `regex` crate, as cel-go's `matches` and the
-//! Kubernetes regex library use them: ASCII `\d`, `\w`, `\s`, `\b`; `\Q…\E`; Go's limits on
-//! repeat counts (1000) and nested repetition; and a cap on the compiled size, so a pattern
-//! taken from request data cannot make the server build a huge automaton.
+//! Go (RE2) regular expressions on the `regex` crate, as kube-openapi's `pattern` and
+//! CEL's `matches` use them: ASCII `\d`, `\w`, `\s`, `\b`; `\Q…\E`; a `{` that does not
+//! start a repetition taken literally; Go's limits on repeat counts (1000) and nested
+//! repetition; Go's error wording; and a cap on the compiled size, so a pattern from a CRD
+//! or from request data cannot make the server build a huge automaton.
 
 use regex::{Regex, RegexBuilder};
 
 /// Longest pattern accepted (characters).
-pub(crate) const MAX_PATTERN_LEN: usize = 64 * 1024;
-/// Compiled-program cap (`regex` crate size limit), in bytes.
-const SIZE_LIMIT: usize = 2 * 1024 * 1024;
-/// Lazy-DFA cache cap, in bytes.
-const DFA_SIZE_LIMIT: usize = 2 * 1024 * 1024;
+pub const MAX_PATTERN_LEN: usize = 64 * 1024;
+/// Compiled-program cap for patterns written by people (schemas, rules): the `regex`
+/// crate's default.
+const SIZE_LIMIT: usize = 10 * 1024 * 1024;
+/// Compiled-program cap for patterns that come from request data.
+const UNTRUSTED_SIZE_LIMIT: usize = 2 * 1024 * 1024;
 
-/// Compiles a Go regular expression; the error reads like Go's `regexp.Compile` error.
-pub(crate) fn compile(pattern: &str) -> Result<Regex, String> {
+/// Compiles a Go (RE2) regular expression with the `regex` crate: `\d`, `\w`, `\s`, `\b`
+/// are made ASCII-only as in Go, `\Q…\E` quoted, a `{` that does not start a repetition
+/// taken literally, and Go's limits (repeat counts over 1000, nested repetition) enforced.
+/// Errors are worded as Go's `regexp.Compile` words them where known.
+pub fn compile(pattern: &str) -> Result<Regex, String> {
+    compile_limited(pattern, SIZE_LIMIT)
+}
+
+/// [`compile`] with a smaller cap, for patterns taken from request data (CEL's `matches`
+/// on a data value), so a request cannot make the server build a huge automaton.
+pub fn compile_untrusted(pattern: &str) -> Result<Regex, String> {
+    compile_limited(pattern, UNTRUSTED_SIZE_LIMIT)
+}
+
+fn compile_limited(pattern: &str, size_limit: usize) -> Result<Regex, String> {
     if pattern.len() > MAX_PATTERN_LEN {
         return Err("error parsing regexp: expression too large".to_owned());
     }
     let translated = translate(pattern).map_err(|e| format!("error parsing regexp: {e}"))?;
     RegexBuilder::new(&translated)
-        .size_limit(SIZE_LIMIT)
-        .dfa_size_limit(DFA_SIZE_LIMIT)
+        .size_limit(size_limit)
+        .dfa_size_limit(size_limit)
         .nest_limit(250)
         .build()
         .map_err(|e| match e {
@@ -29,40 +44,9 @@ pub(crate) fn compile(pattern: &str) -> Result<Regex, String> {
             }
             other => format!(
                 "error parsing regexp: {}",
-                go_error(pattern, &other.to_string())
+                map_regex_error(pattern, &translated, &other.to_string())
             ),
         })
-}
-
-/// Go's wording for the common `regex` crate errors.
-fn go_error(pattern: &str, err: &str) -> String {
-    let message = err
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("error: "))
-        .unwrap_or(err);
-    if message.starts_with("unclosed group") {
-        format!("missing closing ): `{pattern}`")
-    } else if message.starts_with("unopened group") {
-        format!("unexpected ): `{pattern}`")
-    } else if message.starts_with("repetition operator missing expression") {
-        let op = pattern
-            .chars()
-            .find(|c| matches!(c, '*' | '+' | '?' | '{'))
-            .unwrap_or('*');
-        format!("missing argument to repetition operator: `{op}`")
-    } else if message.starts_with("unclosed character class") {
-        let tail = pattern.rfind('[').map_or(pattern, |i| &pattern[i..]);
-        format!("missing closing ]: `{tail}`")
-    } else if message.starts_with("unrecognized escape sequence")
-        || message.starts_with("backreferences are not supported")
-    {
-        format!("invalid escape sequence: `{pattern}`")
-    } else if message.starts_with("look-around") {
-        format!("invalid or unsupported Perl syntax: `{pattern}`")
-    } else {
-        format!("{message}: `{pattern}`")
-    }
 }
 
 fn translate(p: &str) -> Result<String, String> {
@@ -72,6 +56,7 @@ fn translate(p: &str) -> Result<String, String> {
     let mut i = 0;
     let mut in_class = false;
     let mut class_start = false;
+    // Start of the previous repetition operator, while nothing else followed it.
     let mut last_repeat: Option<usize> = None;
     while i < n {
         let c = chars[i];
@@ -82,6 +67,9 @@ fn translate(p: &str) -> Result<String, String> {
                         'd' => out.push_str("0-9"),
                         'w' => out.push_str("0-9A-Za-z_"),
                         's' => out.push_str("\\t\\n\\x0C\\r "),
+                        'D' => out.push_str("[^0-9]"),
+                        'W' => out.push_str("[^0-9A-Za-z_]"),
+                        'S' => out.push_str("[^\\t\\n\\x0C\\r ]"),
                         other => {
                             out.push('\\');
                             out.push(other);
@@ -94,12 +82,15 @@ fn translate(p: &str) -> Result<String, String> {
                 '[' if chars.get(i + 1) == Some(&':') => {
                     let close = (i + 2..n.saturating_sub(1))
                         .find(|&j| chars[j] == ':' && chars[j + 1] == ']');
-                    if let Some(j) = close {
-                        out.extend(&chars[i..j + 2]);
-                        i = j + 2;
-                    } else {
-                        out.push_str("\\[");
-                        i += 1;
+                    match close {
+                        Some(j) => {
+                            out.extend(&chars[i..j + 2]);
+                            i = j + 2;
+                        }
+                        None => {
+                            out.push_str("\\[");
+                            i += 1;
+                        }
                     }
                     class_start = false;
                     continue;
@@ -168,6 +159,7 @@ fn translate(p: &str) -> Result<String, String> {
             }
             '(' if chars.get(i + 1) == Some(&'?') => {
                 last_repeat = None;
+                // Copy group flags / names verbatim up to `:`, `)` or `>`.
                 let mut j = i + 2;
                 while j < n && !matches!(chars[j], ':' | ')' | '>') {
                     j += 1;
@@ -224,6 +216,7 @@ fn translate(p: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// `{n}`, `{n,}` or `{n,m}` at `i`: the end index, min and max.
 fn parse_repeat(chars: &[char], i: usize) -> Option<(usize, u64, Option<u64>)> {
     let mut j = i + 1;
     let digits = |j: &mut usize| -> Option<u64> {
@@ -234,13 +227,12 @@ fn parse_repeat(chars: &[char], i: usize) -> Option<(usize, u64, Option<u64>)> {
         if *j == start {
             return None;
         }
-        Some(
-            chars[start..*j]
-                .iter()
-                .collect::<String>()
-                .parse()
-                .unwrap_or(u64::MAX),
-        )
+        chars[start..*j]
+            .iter()
+            .collect::<String>()
+            .parse()
+            .ok()
+            .or(Some(u64::MAX))
     };
     let min = digits(&mut j)?;
     let max = match chars.get(j) {
@@ -262,21 +254,48 @@ fn parse_repeat(chars: &[char], i: usize) -> Option<(usize, u64, Option<u64>)> {
     Some((j + 1, min, max))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::compile;
-
-    #[test]
-    fn go_syntax_and_limits() {
-        assert!(compile(r"^\d+$").is_ok_and(|r| r.is_match("123") && !r.is_match("١٢")));
-        assert!(compile("a{1001}").is_err());
-        assert!(compile("a**").is_err());
-        assert!(compile("(").is_err());
-        // 1000 nested counted repetitions would compile to an enormous program.
-        let err = compile("((((a{1000}){1000}){1000}){1000})").err();
-        assert_eq!(
-            err.as_deref(),
-            Some("error parsing regexp: expression too large")
-        );
+/// Maps a `regex` crate error onto Go's `regexp/syntax` wording.
+fn map_regex_error(original: &str, translated: &str, err: &str) -> String {
+    let lines: Vec<&str> = err.lines().collect();
+    let message = lines
+        .iter()
+        .rev()
+        .find_map(|l| l.strip_prefix("error: "))
+        .unwrap_or(err);
+    let span = lines
+        .iter()
+        .find(|l| l.trim_start().starts_with('^') && l.trim().chars().all(|c| c == '^'))
+        .map(|l| {
+            let start = l.find('^').unwrap_or(0).saturating_sub(4);
+            let len = l.trim().chars().count();
+            translated.chars().skip(start).take(len).collect::<String>()
+        })
+        .unwrap_or_default();
+    let tail = |s: &str| -> String {
+        match translated.find(s) {
+            Some(i) => translated[i..].to_owned(),
+            None => original.to_owned(),
+        }
+    };
+    if message.starts_with("repetition operator missing expression") {
+        format!("missing argument to repetition operator: `{span}`")
+    } else if message.starts_with("unclosed group") {
+        format!("missing closing ): `{original}`")
+    } else if message.starts_with("unopened group") {
+        format!("unexpected ): `{original}`")
+    } else if message.starts_with("unclosed character class") {
+        format!("missing closing ]: `{}`", tail(&span))
+    } else if message.starts_with("unrecognized escape sequence")
+        || message.starts_with("backreferences are not supported")
+    {
+        format!("invalid escape sequence: `{span}`")
+    } else if message.starts_with("look-around") {
+        format!("invalid or unsupported Perl syntax: `{span}`")
+    } else if message.starts_with("invalid character class range") {
+        format!("invalid character class range: `{span}`")
+    } else if message.starts_with("invalid repetition count range") {
+        format!("invalid repeat count: `{span}`")
+    } else {
+        message.to_owned()
     }
 }
