@@ -13,6 +13,7 @@
 //! * [`request_info`]: request paths to resource requests and verbs.
 //! * [`options`]: query parameters, `resourceVersion` rules, continue tokens.
 //! * [`media`]: content negotiation.
+//! * [`gofmt`]: values printed as Go prints them in messages.
 //! * [`goregex`]: Go (RE2) regular expressions on the `regex` crate, with Go's limits and wording.
 //! * [`json`]: JSON with duplicate-field detection, YAML, the storage encoding.
 //! * [`jsonpath`]: the JSONPath subset of printer columns and scale paths.
@@ -22,6 +23,7 @@
 //! * [`structural`]: CRD structural schemas: checks, pruning, defaulting, validation.
 #![forbid(unsafe_code)]
 
+pub mod gofmt;
 pub mod goregex;
 pub mod json;
 pub mod jsonpath;

@@ -397,68 +397,7 @@ fn go_is_print(c: char) -> bool {
     )
 }
 
-/// Renders a JSON value as Go's `json.Marshal` would for a decoded `interface{}`: compact,
-/// map keys sorted, `<`, `>`, `&`, U+2028 and U+2029 escaped.
-fn go_json(v: &Value) -> String {
-    let mut out = String::new();
-    write_go_json(&mut out, v);
-    out
-}
-
-fn write_go_json(out: &mut String, v: &Value) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&n.to_string()),
-        Value::String(s) => write_go_json_string(out, s),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_json(out, item);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_json_string(out, key);
-                out.push(':');
-                if let Some(item) = map.get(key) {
-                    write_go_json(out, item);
-                }
-            }
-            out.push('}');
-        }
-    }
-}
-
-fn write_go_json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0C}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || matches!(c, '<' | '>' | '&' | '\u{2028}' | '\u{2029}') => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
+pub use crate::gofmt::go_json;
 
 // ---------------------------------------------------------------------------------------------
 // String formats (k8s.io/apimachinery/pkg/util/validation)

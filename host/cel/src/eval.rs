@@ -24,6 +24,7 @@ use crate::timeutil::{self, Ts};
 use crate::value::{
     Built, EvalErr, List, MapV, Res, Sem, Str, Val, compare, equals, item_key, obj_field,
 };
+use wasmgate_apimachinery::gofmt::go_float;
 use wasmgate_apimachinery::goregex;
 
 /// Largest string or byte sequence an expression may build (characters or bytes).
@@ -1475,35 +1476,6 @@ fn to_string<'a>(v: &Val<'a>) -> Res<Val<'a>> {
         Val::Cidr(c) => Val::string(c.format()),
         _ => return Err(EvalErr::no_overload()),
     })
-}
-
-/// Go's `strconv.FormatFloat(f, 'g', -1, 64)`.
-pub(crate) fn go_float(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
-    }
-    let e = format!("{f:e}");
-    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        return format!("{mantissa}e{sign}{:02}", exp.abs());
-    }
-    format!("{f}")
 }
 
 fn quote(s: &str) -> String {

@@ -1,0 +1,157 @@
+//! Values printed as Go prints them, for wire-visible messages: `%v` of a float, and
+//! `json.Marshal` of a decoded JSON value.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+/// Go's `%v` of a `float64` (`strconv.FormatFloat(f, 'g', -1, 64)`): `10`, `0.5`,
+/// `1e+06`, `1.5e-05`.
+pub fn go_float(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    let (digits, exp) = shortest_digits(f.abs());
+    let sign = if f < 0.0 { "-" } else { "" };
+    if !(-4..6).contains(&exp) {
+        let mut s = format!("{sign}{}", &digits[..1]);
+        if digits.len() > 1 {
+            s.push('.');
+            s.push_str(&digits[1..]);
+        }
+        let _ = write!(s, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+        return s;
+    }
+    format!("{sign}{}", place_point(&digits, exp))
+}
+
+/// The shortest round-trip digits of a positive float and its decimal exponent
+/// (`d.ddd × 10^exp`).
+fn shortest_digits(f: f64) -> (String, i32) {
+    let e = format!("{f:e}");
+    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    (digits, exp.parse().unwrap_or(0))
+}
+
+/// Go's `json.Marshal` of a decoded JSON value: compact, keys sorted, HTML characters
+/// escaped, floats as Go writes them.
+pub fn go_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_go_json(&mut out, v);
+    out
+}
+
+fn write_go_json(out: &mut String, v: &Value) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => {
+                let _ = write!(out, "{i}");
+            }
+            (None, Some(u)) => {
+                let _ = write!(out, "{u}");
+            }
+            (None, None) => out.push_str(&go_json_float(n.as_f64().unwrap_or(0.0))),
+        },
+        Value::String(s) => {
+            out.push('"');
+            for c in s.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    '\u{08}' => out.push_str("\\b"),
+                    '\u{0C}' => out.push_str("\\f"),
+                    c if (c as u32) < 0x20
+                        || matches!(c, '<' | '>' | '&' | '\u{2028}' | '\u{2029}') =>
+                    {
+                        let _ = write!(out, "\\u{:04x}", c as u32);
+                    }
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_go_json(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_go_json(out, &Value::from(k.as_str()));
+                out.push(':');
+                if let Some(item) = m.get(k) {
+                    write_go_json(out, item);
+                }
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// `encoding/json`'s float format: `%f` style unless tiny or huge, then `1e-07` → `1e-7`.
+fn go_json_float(f: f64) -> String {
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        let (digits, exp) = shortest_digits(abs);
+        let mut s = String::new();
+        if f < 0.0 {
+            s.push('-');
+        }
+        s.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            s.push('.');
+            s.push_str(&digits[1..]);
+        }
+        if exp < 0 {
+            let _ = write!(s, "e-{}", exp.abs());
+        } else {
+            let _ = write!(s, "e+{exp:02}");
+        }
+        return s;
+    }
+    format!("{f}")
+}
+
+/// Plain decimal notation of `0.digits × 10^(exp+1)`.
+fn place_point(digits: &str, exp: i32) -> String {
+    let dp = exp + 1;
+    let nd = digits.len() as i32;
+    if dp <= 0 {
+        format!("0.{}{digits}", "0".repeat((-dp) as usize))
+    } else if dp >= nd {
+        format!("{digits}{}", "0".repeat((dp - nd) as usize))
+    } else {
+        format!("{}.{}", &digits[..dp as usize], &digits[dp as usize..])
+    }
+}
