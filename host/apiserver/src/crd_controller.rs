@@ -18,38 +18,13 @@ use crate::object::{self, meta_mut, meta_str};
 /// Where CRDs are stored.
 pub(crate) const PREFIX: &str = "apiextensions.k8s.io/customresourcedefinitions//";
 
-/// The controller loop. Ends when the server is dropped or shuts down.
+/// The CRD controller.
 pub(crate) async fn run(inner: Weak<Inner>) {
-    loop {
-        let Some(i) = inner.upgrade() else { return };
-        let mut shutdown = i.shutdown.subscribe();
-        if *shutdown.borrow() {
-            return;
-        }
-        let resync = i.options.namespace_resync;
-        let (pending, from) = match sync(&i).await {
-            Ok(x) => x,
-            Err(e) => {
-                tracing::warn!(error = %e, "CRD controller sync failed");
-                (true, i.store.revision())
-            }
-        };
-        let watcher = i.store.watch(PREFIX, from);
-        drop(i);
-        let Ok(mut watcher) = watcher else { continue };
-        let wait_resync = async {
-            if pending {
-                tokio::time::sleep(resync).await;
-            } else {
-                std::future::pending::<()>().await;
-            }
-        };
-        tokio::select! {
-            _ = shutdown.wait_for(|s| *s) => return,
-            _ = watcher.next() => {}
-            _ = wait_resync => {}
-        }
-    }
+    crate::controller::run(inner, "customresourcedefinitions", PREFIX, |i| async move {
+        let (pending, revision) = sync(&i).await?;
+        Ok(crate::controller::Reconciled { pending, revision })
+    })
+    .await;
 }
 
 /// Registers every stored CRD and reconciles their status. Returns whether cleanup work

@@ -23,6 +23,7 @@
 pub mod authn_x509;
 mod body;
 mod builtin;
+mod controller;
 mod crd;
 mod crd_controller;
 pub mod custom;

@@ -46,40 +46,14 @@ pub(crate) async fn bootstrap(inner: &Inner) -> Result<(), String> {
     Ok(())
 }
 
-/// The controller loop. Ends when the server is dropped or shuts down.
+/// The namespace controller.
 pub(crate) async fn run(inner: Weak<Inner>) {
-    loop {
-        let Some(i) = inner.upgrade() else { return };
-        let mut shutdown = i.shutdown.subscribe();
-        if *shutdown.borrow() {
-            return;
-        }
-        let resync = i.options.namespace_resync;
-        let pending = match sweep(&i).await {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::warn!(error = %e, "namespace controller sweep failed");
-                true
-            }
-        };
-        let from = i.store.revision();
-        let watcher = i.store.watch(PREFIX, from);
-        drop(i);
-        let Ok(mut watcher) = watcher else { continue };
-        // Wait for a namespace change, or re-check after `resync` while work is pending.
-        let wait_resync = async {
-            if pending {
-                tokio::time::sleep(resync).await;
-            } else {
-                std::future::pending::<()>().await;
-            }
-        };
-        tokio::select! {
-            _ = shutdown.wait_for(|s| *s) => return,
-            _ = watcher.next() => {}
-            _ = wait_resync => {}
-        }
-    }
+    crate::controller::run(inner, "namespaces", PREFIX, |i| async move {
+        let revision = i.store.revision();
+        let pending = sweep(&i).await?;
+        Ok(crate::controller::Reconciled { pending, revision })
+    })
+    .await;
 }
 
 /// Finalizes every terminating namespace. Returns whether some are still pending.
