@@ -167,6 +167,26 @@ impl Snapshot for RedbSnapshot {
     ) -> Result<Vec<KeyValue>, EngineError> {
         scan(&self.table, start, end, limit.max(1))
     }
+
+    async fn count(&self, start: &[u8], end: &[u8], limit: u64) -> Result<u64, EngineError> {
+        if start >= end {
+            return Ok(0);
+        }
+        let mut n = 0u64;
+        // Keys only: no value is copied.
+        for item in self
+            .table
+            .range::<&[u8]>(start..end)
+            .map_err(EngineError::other)?
+        {
+            item.map_err(EngineError::other)?;
+            n += 1;
+            if n >= limit {
+                break;
+            }
+        }
+        Ok(n)
+    }
 }
 
 struct RedbTransaction {

@@ -44,6 +44,24 @@ pub trait Snapshot: Send + Sync {
         end: &[u8],
         limit: usize,
     ) -> Result<Vec<KeyValue>, EngineError>;
+
+    /// How many keys lie in `start <= key < end`, counting at most `limit`. Engines that
+    /// can count without reading values should override the default, which scans.
+    async fn count(&self, start: &[u8], end: &[u8], limit: u64) -> Result<u64, EngineError> {
+        let mut from = start.to_vec();
+        let mut n = 0u64;
+        while n < limit {
+            let chunk = self.scan(&from, end, 1024).await?;
+            let Some((last, _)) = chunk.last() else { break };
+            from = last.to_vec();
+            from.push(0);
+            n += chunk.len() as u64;
+            if chunk.len() < 1024 {
+                break;
+            }
+        }
+        Ok(n.min(limit))
+    }
 }
 
 /// A read-write transaction. Dropping it without committing rolls it back.

@@ -13,6 +13,11 @@ use crate::{Engine, Result, Revision, Snapshot, StorageError, keys};
 
 /// Largest chunk a single engine scan asks for.
 const SCAN_CHUNK: usize = 1024;
+/// Most keys counted for `remainingItemCount` of a page read at the latest revision.
+const REMAINING_COUNT_CAP: u64 = 100_000;
+/// Most object versions examined to count `remainingItemCount` of a page read at a past
+/// revision (that count must read values, to skip deletions).
+const REMAINING_EXACT_CAP: u64 = 10_000;
 
 /// Tuning knobs of a [`Store`].
 #[derive(Debug, Clone)]
@@ -395,13 +400,8 @@ async fn list_latest(
     }
     let mut items = Vec::new();
     let mut more = false;
-    let mut remaining = 0u64;
     loop {
-        let want = if more {
-            SCAN_CHUNK
-        } else {
-            (limit - items.len()).saturating_add(1).min(SCAN_CHUNK)
-        };
+        let want = (limit - items.len()).saturating_add(1).min(SCAN_CHUNK);
         let chunk = snap.scan(&start, &end, want).await?;
         let n = chunk.len();
         let Some((last, _)) = chunk.last() else { break };
@@ -417,18 +417,29 @@ async fn list_latest(
                 });
             } else {
                 more = true;
-                remaining += 1;
             }
         }
-        if n < want || (more && !count_remaining) {
+        if n < want || more {
             break;
         }
+        // Long scans share the runtime with other requests.
+        tokio::task::yield_now().await;
     }
+    // The remaining count is keys only, and bounded: past the cap it is left out, as the
+    // API allows (`remainingItemCount` is an estimate, CHUNK-04).
+    let remaining = match (more, count_remaining, items.last()) {
+        (true, true, Some(last)) => {
+            let from = keys::current_after(&last.key);
+            let n = snap.count(&from, &end, REMAINING_COUNT_CAP).await?;
+            (n < REMAINING_COUNT_CAP).then_some(n)
+        }
+        _ => None,
+    };
     Ok(ListPage {
         revision: current,
         items,
         more,
-        remaining: (more && count_remaining).then_some(remaining),
+        remaining,
     })
 }
 
@@ -447,6 +458,8 @@ async fn list_exact(
     let mut items = Vec::new();
     let mut more = false;
     let mut remaining = 0u64;
+    let mut examined_after_page = 0u64;
+    let mut counted_all = true;
     // The object key whose visible version has been decided already.
     let mut done: Option<String> = None;
     'scan: loop {
@@ -455,6 +468,13 @@ async fn list_exact(
         let Some((last, _)) = chunk.last() else { break };
         start = next_key(last);
         for (k, raw) in chunk {
+            if more {
+                examined_after_page += 1;
+                if examined_after_page > REMAINING_EXACT_CAP {
+                    counted_all = false;
+                    break 'scan;
+                }
+            }
             let (key, version_rev) = keys::parse_version(&k)?;
             if version_rev > rev || done.as_deref() == Some(key) {
                 continue;
@@ -481,12 +501,13 @@ async fn list_exact(
         if n < SCAN_CHUNK {
             break;
         }
+        tokio::task::yield_now().await;
     }
     Ok(ListPage {
         revision: rev,
         items,
         more,
-        remaining: (more && count_remaining).then_some(remaining),
+        remaining: (more && count_remaining && counted_all).then_some(remaining),
     })
 }
 

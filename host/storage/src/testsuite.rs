@@ -93,6 +93,7 @@ macro_rules! engine_suite {
             engine_put_get_delete,
             engine_reads_own_writes_and_isolates_uncommitted,
             engine_scan_is_ordered_bounded_and_resumable,
+            engine_count_is_bounded,
             engine_snapshot_is_stable,
             engine_drop_rolls_back,
             engine_commit_is_atomic_and_holds_large_values,
@@ -207,6 +208,23 @@ pub mod cases {
         }
         assert_eq!(seen.iter().map(|k| k.as_slice()).collect::<Vec<_>>(), want);
         assert!(s.scan(b"r", b"s", 10).await.unwrap().is_empty());
+    }
+
+    pub async fn engine_count_is_bounded(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let e = f.open(place.path()).await;
+        let mut t = e.begin().await.unwrap();
+        for i in 0..2500u32 {
+            t.put(format!("c/{i:05}").into_bytes(), Bytes::from_static(b"v"));
+        }
+        t.put(b"d/other".to_vec(), Bytes::from_static(b"v"));
+        t.commit().await.unwrap();
+        let s = e.snapshot().await.unwrap();
+        let end = keys::prefix_end(b"c/");
+        assert_eq!(s.count(b"c/", &end, u64::MAX).await.unwrap(), 2500);
+        assert_eq!(s.count(b"c/", &end, 1000).await.unwrap(), 1000);
+        assert_eq!(s.count(b"c/02000", &end, u64::MAX).await.unwrap(), 500);
+        assert_eq!(s.count(&end, b"c/", 10).await.unwrap(), 0);
     }
 
     pub async fn engine_snapshot_is_stable(f: &dyn EngineFactory) {

@@ -1,0 +1,278 @@
+//! Command-line flags.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use serde::Serialize;
+
+/// Drives a running wasmgate over HTTPS and measures throughput and latency.
+///
+/// Scenarios (each prints one line; the run ends with one JSON summary line on stdout):
+///
+///   create  CONCURRENCY clients POST ConfigMaps with OBJECT_SIZE bytes of data.
+///
+///   get     GET of objects created first (OBJECTS of them).
+///
+///   update  PUT with the current resourceVersion, on objects created first; each client
+///           owns its objects, so there are no conflicts.
+///
+///   list    LIST of a collection of LIST_SIZE objects (namespace NAMESPACE-list, emptied
+///           and refilled first), with limit=LIST_SIZE.
+///
+///   watch   WATCHERS watches (each its own connection, or HTTP/2 stream) from one
+///           resourceVersion; a writer creates RATE objects/s stamped with their send time.
+///           Reports delivery latency (receive - send) and checks every watcher gets every
+///           event exactly once, in resourceVersion order.
+///
+///   all     every scenario in turn.
+///
+/// Throughput counts successful requests completed in the measured window (after the
+/// warm-up); failed requests (non-2xx, transport errors, timeouts) are always counted and
+/// reported. Exit status: 0 when every request succeeded and every watcher got every event;
+/// 1 on a fatal error (e.g. unreadable kubeconfig, server unreachable, a scenario that could
+/// not run); 2 on invalid flags; 3 when requests failed or a watcher missed, duplicated or
+/// misordered events.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "wasmgate-bench", version, verbatim_doc_comment)]
+pub struct Args {
+    /// Kubeconfig to read the server URL, CA and client certificate from
+    #[arg(long, default_value = "./wasmgate-data/admin.kubeconfig")]
+    pub kubeconfig: PathBuf,
+
+    /// Which scenario to run
+    #[arg(long, value_enum, default_value_t = Scenario::All)]
+    pub scenario: Scenario,
+
+    /// Concurrent clients for create/get/update/list (one request in flight each)
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub concurrency: u32,
+
+    /// Size of each ConfigMap's data payload in bytes (suffixes k/KiB, m/MiB allowed)
+    #[arg(long, default_value = "1KiB", value_parser = parse_size)]
+    pub object_size: usize,
+
+    /// Measured time per scenario (e.g. 10s, 500ms, 1m)
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+
+    /// Warm-up before measuring, per scenario (not counted in throughput or latency)
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub warmup: Duration,
+
+    /// Watchers in the watch scenario
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub watchers: u32,
+
+    /// Creates per second in the watch scenario (open loop: sent on schedule, not after
+    /// the previous one completed)
+    #[arg(long, default_value_t = 1000.0, value_parser = parse_rate)]
+    pub rate: f64,
+
+    /// Concurrent writer connections (HTTP/1.1) or in-flight writes (HTTP/2) available to
+    /// keep up with --rate in the watch scenario
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub watch_writers: u32,
+
+    /// Objects created first for get and update
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    pub objects: u32,
+
+    /// Objects in the listed collection (and the limit of each list request)
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub list_size: u32,
+
+    /// What to create: built-in ConfigMaps, or Widgets of the example CRD
+    /// (examples/crds/widgets.yaml: a structural schema with defaults and CEL rules; the
+    /// CRD is created if missing), with the payload in `spec.notes`
+    #[arg(long, value_enum, default_value_t = Kind::Configmap)]
+    pub kind: Kind,
+
+    /// Namespace to work in (created if missing; object names are fresh on every run)
+    #[arg(long, default_value = "bench")]
+    pub namespace: String,
+
+    /// Use HTTP/2, multiplexing all clients over --connections connections (default:
+    /// HTTP/1.1 keep-alive, one connection per client)
+    #[arg(long)]
+    pub http2: bool,
+
+    /// HTTP/2 connections to multiplex over (per role: load clients, watch writers and
+    /// watchers each get this many)
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub connections: u32,
+
+    /// Per-request timeout (a request that takes longer counts as failed)
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// How long the watch scenario waits, after the last write, for every watcher to
+    /// receive every event
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub drain: Duration,
+
+    /// Worker threads of the benchmark's runtime (1: a single-threaded runtime, which
+    /// leaves the most CPU to a server on the same machine)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub client_threads: u32,
+
+    /// Server process id, to report its CPU use alongside the benchmark's own
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+
+    /// Print one line per second to stderr while measuring (throughput, failures, the
+    /// slowest request of that second; for watch also events delivered), to see stalls
+    #[arg(long)]
+    pub progress: bool,
+}
+
+/// The kind of object the scenarios create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// core/v1 ConfigMaps.
+    Configmap,
+    /// example.com/v1 Widgets (a custom resource with a schema).
+    Widget,
+}
+
+/// A scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scenario {
+    /// POST new ConfigMaps.
+    Create,
+    /// GET existing ConfigMaps.
+    Get,
+    /// PUT existing ConfigMaps.
+    Update,
+    /// LIST a collection.
+    List,
+    /// Watch fan-out.
+    Watch,
+    /// All of the above, in this order.
+    All,
+}
+
+impl Scenario {
+    /// The scenarios this one stands for.
+    pub fn expand(self) -> Vec<Scenario> {
+        match self {
+            Scenario::All => vec![
+                Scenario::Create,
+                Scenario::Get,
+                Scenario::Update,
+                Scenario::List,
+                Scenario::Watch,
+            ],
+            s => vec![s],
+        }
+    }
+
+    /// The scenario's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Create => "create",
+            Scenario::Get => "get",
+            Scenario::Update => "update",
+            Scenario::List => "list",
+            Scenario::Watch => "watch",
+            Scenario::All => "all",
+        }
+    }
+}
+
+/// Parses `10s`, `500ms`, `2m`, `1.5s`, `250us` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration {s:?} (use e.g. 10s, 500ms, 1m)"))?;
+    let secs = match unit.trim() {
+        "" | "s" | "sec" | "secs" => n,
+        "ms" => n / 1e3,
+        "us" | "µs" => n / 1e6,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        u => return Err(format!("unknown duration unit {u:?} in {s:?}")),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("invalid duration {s:?}: {e}"))
+}
+
+/// Parses `1024`, `1k`, `1KiB`, `4kb`, `1m`, `1MiB` (binary multiples).
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("invalid size {s:?} (use e.g. 1024, 1KiB, 4k)"))?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1024,
+        "m" | "mb" | "mib" => 1024 * 1024,
+        u => return Err(format!("unknown size unit {u:?} in {s:?}")),
+    };
+    n.checked_mul(mult)
+        .filter(|&b| b <= 64 * 1024 * 1024)
+        .ok_or_else(|| format!("size {s:?} is too large (at most 64 MiB)"))
+}
+
+/// Parses a positive, finite rate.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 && r <= 10_000_000.0 => Ok(r),
+        _ => Err(format!(
+            "invalid rate {s:?} (a positive number of writes per second)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1024"), Ok(1024));
+        assert_eq!(parse_size("1KiB"), Ok(1024));
+        assert_eq!(parse_size("4k"), Ok(4096));
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_size("0"), Ok(0));
+        assert!(parse_size("1GiB").is_err());
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("99999999999999999999k").is_err());
+    }
+
+    #[test]
+    fn rates_and_flags() {
+        assert_eq!(parse_rate("1000"), Ok(1000.0));
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("NaN").is_err());
+        Args::command().debug_assert();
+        let a = Args::try_parse_from(["b", "--scenario", "watch", "--http2"]).unwrap();
+        assert_eq!(a.scenario, Scenario::Watch);
+        assert!(a.http2);
+        assert_eq!(a.object_size, 1024);
+        assert_eq!(a.concurrency, 64);
+        assert!(Args::try_parse_from(["b", "--concurrency", "0"]).is_err());
+        assert_eq!(Scenario::All.expand().len(), 5);
+    }
+}

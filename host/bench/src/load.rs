@@ -1,0 +1,445 @@
+//! Closed-loop load scenarios: `create`, `get`, `update`, `list`. Each client keeps one
+//! request in flight; a request counts when it completes inside the measured window.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use http::{Method, Request, Uri};
+use serde::Serialize;
+
+use crate::bench::{Bench, sleep_until, unix_nanos};
+use crate::client::{Client, Endpoint, Failure, Reply, ReqBody, describe_failure};
+use crate::objects::ObjectTemplate;
+use crate::stats::{CpuMeter, CpuUse, Errors, Latency, Summary, Ticker, round3};
+use crate::watchline::parse_object;
+
+/// The result of one load scenario.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadReport {
+    /// `create`, `get`, `update` or `list`.
+    pub scenario: &'static str,
+    /// Successful requests per second in the measured window.
+    pub ops_per_s: f64,
+    /// Successful requests in the measured window.
+    pub ok: u64,
+    /// Failed requests over the whole scenario (warm-up included).
+    pub failed: u64,
+    /// Latency of the successful requests in the measured window.
+    pub latency: Summary,
+    /// Failures by kind.
+    pub errors: Errors,
+    /// Response bytes per second (bodies only).
+    pub response_mib_per_s: f64,
+    /// Clients.
+    pub concurrency: u32,
+    /// Measured seconds.
+    pub duration_s: f64,
+    /// CPU used during the measured window.
+    pub cpu: CpuUse,
+    /// Objects in each list response (list only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list_items: Option<u64>,
+}
+
+impl std::fmt::Display for LoadReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:<7} {:>9.1} ops/s  {}  ok {}  failed {}  ({})",
+            self.scenario, self.ops_per_s, self.latency, self.ok, self.errors, self.cpu
+        )?;
+        if let Some(n) = self.list_items {
+            write!(
+                f,
+                "  [{n} items/list, {:.1} MiB/s]",
+                self.response_mib_per_s
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// What one client does, request after request.
+trait Op: Send + 'static {
+    /// The next request, and whether it counts (bookkeeping requests do not).
+    fn next(&mut self, ep: &Endpoint) -> (Request<ReqBody>, bool);
+    /// Whether the response body is needed on success.
+    fn keep_body(&self) -> bool {
+        false
+    }
+    /// A 2xx response to the last request.
+    fn succeeded(&mut self, _reply: &Reply) {}
+    /// The last request failed.
+    fn failed(&mut self) {}
+}
+
+/// POST a new object every time.
+struct CreateOp {
+    uri: Uri,
+    tpl: ObjectTemplate,
+    prefix: String,
+    name: String,
+    seq: u64,
+}
+
+impl Op for CreateOp {
+    fn next(&mut self, ep: &Endpoint) -> (Request<ReqBody>, bool) {
+        self.name.clear();
+        self.name.push_str(&self.prefix);
+        let _ = write!(self.name, "{:09}", self.seq);
+        self.seq += 1;
+        let body = self.tpl.create(&self.name, unix_nanos());
+        (ep.request(Method::POST, self.uri.clone(), body), true)
+    }
+}
+
+/// GET existing objects round-robin.
+struct GetOp {
+    uris: Arc<Vec<Uri>>,
+    i: usize,
+}
+
+impl Op for GetOp {
+    fn next(&mut self, ep: &Endpoint) -> (Request<ReqBody>, bool) {
+        self.i = (self.i + 1) % self.uris.len().max(1);
+        let uri = self.uris.get(self.i).cloned().unwrap_or_default();
+        (ep.request(Method::GET, uri, bytes::Bytes::new()), true)
+    }
+}
+
+/// One object an updater owns.
+struct Owned {
+    name: String,
+    uri: Uri,
+    rv: u64,
+    /// The resourceVersion is unknown (after a failure): GET it before the next PUT.
+    stale: bool,
+}
+
+/// PUT the objects this client owns, round-robin, each with its current resourceVersion.
+struct UpdateOp {
+    tpl: ObjectTemplate,
+    objs: Vec<Owned>,
+    i: usize,
+    seq: u64,
+}
+
+impl Op for UpdateOp {
+    fn next(&mut self, ep: &Endpoint) -> (Request<ReqBody>, bool) {
+        // After a failure, refresh the same object; otherwise move on.
+        if !self.objs.get(self.i).is_some_and(|o| o.stale) {
+            self.i = (self.i + 1) % self.objs.len().max(1);
+        }
+        let Some(o) = self.objs.get(self.i) else {
+            return (
+                ep.request(Method::GET, Uri::default(), bytes::Bytes::new()),
+                false,
+            );
+        };
+        if o.stale {
+            return (
+                ep.request(Method::GET, o.uri.clone(), bytes::Bytes::new()),
+                false,
+            );
+        }
+        self.seq += 1;
+        let body = self.tpl.update(&o.name, o.rv, self.seq);
+        (ep.request(Method::PUT, o.uri.clone(), body), true)
+    }
+
+    fn keep_body(&self) -> bool {
+        true
+    }
+
+    fn succeeded(&mut self, reply: &Reply) {
+        if let Some(o) = self.objs.get_mut(self.i) {
+            match parse_object(&reply.body)
+                .ok()
+                .and_then(|h| h.metadata.revision())
+            {
+                Some(rv) => {
+                    o.rv = rv;
+                    o.stale = false;
+                }
+                None => o.stale = true,
+            }
+        }
+    }
+
+    fn failed(&mut self) {
+        if let Some(o) = self.objs.get_mut(self.i) {
+            o.stale = true;
+        }
+    }
+}
+
+/// LIST one collection.
+struct ListOp {
+    uri: Uri,
+}
+
+impl Op for ListOp {
+    fn next(&mut self, ep: &Endpoint) -> (Request<ReqBody>, bool) {
+        (
+            ep.request(Method::GET, self.uri.clone(), bytes::Bytes::new()),
+            true,
+        )
+    }
+}
+
+/// What one client measured.
+struct WorkerOut {
+    lat: Latency,
+    ok: u64,
+    bytes: u64,
+    errors: Errors,
+}
+
+async fn worker<O: Op>(
+    mut client: Client,
+    mut op: O,
+    warm_end: Instant,
+    end: Instant,
+    ticker: Option<Arc<Ticker>>,
+) -> anyhow::Result<WorkerOut> {
+    let mut out = WorkerOut {
+        lat: Latency::new()?,
+        ok: 0,
+        bytes: 0,
+        errors: Errors::default(),
+    };
+    loop {
+        let start = Instant::now();
+        if start >= end {
+            break;
+        }
+        let (req, counts) = op.next(client.endpoint());
+        let method = req.method().clone();
+        let result = client.exchange(req, op.keep_body()).await;
+        let done = Instant::now();
+        let in_window = counts && done >= warm_end && done <= end;
+        match result {
+            Ok(reply) if reply.status.is_success() => {
+                op.succeeded(&reply);
+                if let Some(t) = &ticker
+                    && counts
+                {
+                    t.ok(done - start);
+                }
+                if in_window {
+                    out.lat.record(done - start);
+                    out.ok += 1;
+                    out.bytes += reply.body_len as u64;
+                }
+            }
+            Ok(reply) => {
+                op.failed();
+                if let Some(t) = &ticker {
+                    t.failed();
+                }
+                out.errors.status(reply.status.as_u16(), || {
+                    describe_failure(&method, "request", &reply)
+                });
+            }
+            Err(Failure::Timeout) => {
+                op.failed();
+                if let Some(t) = &ticker {
+                    t.failed();
+                }
+                out.errors
+                    .timeout(|| format!("{method}: no response within the timeout"));
+            }
+            Err(Failure::Transport(e)) => {
+                op.failed();
+                if let Some(t) = &ticker {
+                    t.failed();
+                }
+                out.errors.transport(|| format!("{method}: {e}"));
+                // Do not spin on a server that is gone.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl Bench {
+    /// Runs one client per op for warm-up + duration and sums up.
+    async fn run_load<O: Op>(
+        &self,
+        scenario: &'static str,
+        ops: Vec<O>,
+    ) -> anyhow::Result<LoadReport> {
+        let pool = self.ep.h2_pool(self.args.connections as usize).await?;
+        let mut clients = Vec::with_capacity(ops.len());
+        for i in 0..ops.len() {
+            clients.push(self.ep.client(pool.get(i % pool.len().max(1))).await?);
+        }
+        let start = Instant::now();
+        let warm_end = start + self.args.warmup;
+        let end = warm_end + self.args.duration;
+        let ticker = self.args.progress.then(|| Arc::new(Ticker::default()));
+        let printer = ticker.as_ref().map(|t| t.spawn_printer(scenario, start));
+        let tasks: Vec<_> = clients
+            .into_iter()
+            .zip(ops)
+            .map(|(c, op)| tokio::spawn(worker(c, op, warm_end, end, ticker.clone())))
+            .collect();
+        sleep_until(warm_end).await;
+        let cpu = CpuMeter::start(self.args.server_pid);
+        sleep_until(end).await;
+        let cpu = cpu.stop();
+        if let Some(p) = printer {
+            p.abort();
+        }
+        let mut lat = Latency::new()?;
+        let (mut ok, mut bytes, mut errors) = (0, 0, Errors::default());
+        for t in tasks {
+            let w = t.await.context("load worker")??;
+            lat.merge(&w.lat)?;
+            ok += w.ok;
+            bytes += w.bytes;
+            errors.merge(&w.errors);
+        }
+        let secs = self.args.duration.as_secs_f64().max(1e-9);
+        Ok(LoadReport {
+            scenario,
+            ops_per_s: round3(ok as f64 / secs),
+            ok,
+            failed: errors.total,
+            latency: lat.summary(),
+            errors,
+            response_mib_per_s: round3(bytes as f64 / secs / (1024.0 * 1024.0)),
+            concurrency: self.args.concurrency,
+            duration_s: secs,
+            cpu,
+            list_items: None,
+        })
+    }
+
+    /// `create`: every client POSTs new ConfigMaps.
+    pub async fn create(&self) -> anyhow::Result<LoadReport> {
+        let uri = self.ep.uri(&self.collection(&self.args.namespace))?;
+        let ops = (0..self.args.concurrency)
+            .map(|w| CreateOp {
+                uri: uri.clone(),
+                tpl: self.tpl.clone(),
+                prefix: format!("c-{}-{w:04}-", self.run_id),
+                name: String::with_capacity(32),
+                seq: 0,
+            })
+            .collect();
+        self.run_load("create", ops).await
+    }
+
+    /// Creates `--objects` objects named `<letter>-<run>-<i>`; returns names and versions.
+    async fn working_set(&self, letter: char) -> anyhow::Result<(Vec<String>, Vec<u64>)> {
+        let n = self.args.objects.max(self.args.concurrency) as usize;
+        let names: Arc<Vec<String>> = Arc::new(
+            (0..n)
+                .map(|i| format!("{letter}-{}-{i:07}", self.run_id))
+                .collect(),
+        );
+        let rvs = self
+            .populate(
+                &self.args.namespace,
+                names.clone(),
+                self.args.concurrency as usize,
+            )
+            .await?;
+        Ok((names.to_vec(), rvs))
+    }
+
+    fn object_uri(&self, name: &str) -> anyhow::Result<Uri> {
+        self.ep
+            .uri(&format!("{}/{name}", self.collection(&self.args.namespace)))
+    }
+
+    /// `get`: GET of existing objects.
+    pub async fn get(&self) -> anyhow::Result<LoadReport> {
+        let (names, _) = self.working_set('g').await?;
+        let uris = Arc::new(
+            names
+                .iter()
+                .map(|n| self.object_uri(n))
+                .collect::<anyhow::Result<Vec<_>>>()?,
+        );
+        let c = self.args.concurrency as usize;
+        let ops = (0..c)
+            .map(|w| GetOp {
+                uris: uris.clone(),
+                i: w * uris.len() / c,
+            })
+            .collect();
+        self.run_load("get", ops).await
+    }
+
+    /// `update`: PUT with the current resourceVersion; each client owns its objects.
+    pub async fn update(&self) -> anyhow::Result<LoadReport> {
+        let (names, rvs) = self.working_set('u').await?;
+        let c = self.args.concurrency as usize;
+        let mut ops: Vec<UpdateOp> = (0..c)
+            .map(|_| UpdateOp {
+                tpl: self.tpl.clone(),
+                objs: Vec::new(),
+                i: 0,
+                seq: 0,
+            })
+            .collect();
+        for (i, (name, rv)) in names.into_iter().zip(rvs).enumerate() {
+            if let Some(op) = ops.get_mut(i % c) {
+                op.objs.push(Owned {
+                    uri: self.object_uri(&name)?,
+                    name,
+                    rv,
+                    stale: false,
+                });
+            }
+        }
+        self.run_load("update", ops).await
+    }
+
+    /// `list`: LIST of a collection of `--list-size` objects, in namespace `<ns>-list`
+    /// (emptied and refilled first, so the collection has exactly that many).
+    pub async fn list(&self) -> anyhow::Result<LoadReport> {
+        let ns = format!("{}-list", self.args.namespace);
+        let mut ctl = self.ep.client(None).await?;
+        self.ensure_namespace(&mut ctl, &ns).await?;
+        let coll = self.collection(&ns);
+        let r = self.call(&mut ctl, Method::DELETE, &coll, None).await?;
+        if !r.status.is_success() {
+            anyhow::bail!(
+                "emptying {ns}: {}",
+                describe_failure(&Method::DELETE, &coll, &r)
+            );
+        }
+        let n = self.args.list_size as usize;
+        let names: Arc<Vec<String>> = Arc::new(
+            (0..n)
+                .map(|i| format!("l-{}-{i:07}", self.run_id))
+                .collect(),
+        );
+        self.populate(&ns, names, self.args.concurrency as usize)
+            .await?;
+        let path = format!("{coll}?limit={n}");
+        // Check the collection once: the list must return exactly the objects just made.
+        let r = self.call(&mut ctl, Method::GET, &path, None).await?;
+        if !r.status.is_success() {
+            anyhow::bail!("{}", describe_failure(&Method::GET, &path, &r));
+        }
+        let v: serde_json::Value = serde_json::from_slice(&r.body).context("list response")?;
+        let items = v["items"].as_array().map_or(0, Vec::len) as u64;
+        if items != n as u64 {
+            eprintln!("warning: list of {ns} returned {items} items, expected {n}");
+        }
+        let uri = self.ep.uri(&path)?;
+        let ops = (0..self.args.concurrency)
+            .map(|_| ListOp { uri: uri.clone() })
+            .collect();
+        let mut report = self.run_load("list", ops).await?;
+        report.list_items = Some(items);
+        Ok(report)
+    }
+}

@@ -1,0 +1,96 @@
+//! `wasmgate-bench`: see `wasmgate-bench --help` and the library documentation.
+#![forbid(unsafe_code)]
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+use wasmgate_bench::bench::Bench;
+use wasmgate_bench::cli::{Args, Scenario};
+use wasmgate_bench::report::{Params, ScenarioReport, Summary};
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let runtime = if args.client_threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(args.client_threads as usize)
+            .enable_all()
+            .build()
+    };
+    let result = runtime
+        .map_err(anyhow::Error::from)
+        .and_then(|rt| rt.block_on(run(args)));
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("wasmgate-bench: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let bench = Bench::new(args.clone()).await?;
+    let params = Params::new(&args, bench.ep.authority().to_owned());
+    eprintln!(
+        "wasmgate-bench: run {} against {} ({}, {} clients, {} B objects, {:?} + {:?} warm-up per scenario)",
+        bench.run_id,
+        params.server,
+        params.protocol,
+        args.concurrency,
+        args.object_size,
+        args.duration,
+        args.warmup
+    );
+    let mut summary = Summary::new(bench.run_id.clone(), params);
+    let (mut fatal, mut unclean) = (false, false);
+    for scenario in args.scenario.expand() {
+        eprintln!("wasmgate-bench: {} ...", scenario.name());
+        let result = match scenario {
+            Scenario::Create => bench.create().await.map(ScenarioReport::Load),
+            Scenario::Get => bench.get().await.map(ScenarioReport::Load),
+            Scenario::Update => bench.update().await.map(ScenarioReport::Load),
+            Scenario::List => bench.list().await.map(ScenarioReport::Load),
+            Scenario::Watch => bench.watch().await.map(ScenarioReport::Watch),
+            Scenario::All => continue,
+        };
+        match result {
+            Ok(r) => {
+                println!("{r}");
+                if let ScenarioReport::Load(l) = &r
+                    && let Some(first) = &l.errors.first
+                {
+                    println!("        first failure: {first}");
+                    unclean = true;
+                }
+                if let ScenarioReport::Watch(w) = &r {
+                    if let Some(first) = &w.write_errors.first {
+                        println!("        first write failure: {first}");
+                        unclean = true;
+                    }
+                    if let Some(f) = &w.watcher_failure {
+                        println!("        first watcher failure: {f}");
+                    }
+                    if !w.correct() {
+                        unclean = true;
+                    }
+                }
+                summary.add(&r)?;
+            }
+            Err(e) => {
+                println!("{:<7} FAILED: {e:#}", scenario.name());
+                summary.add_failure(scenario.name(), &e);
+                fatal = true;
+            }
+        }
+    }
+    println!("{}", summary.to_line()?);
+    Ok(match (fatal, unclean) {
+        (true, _) => ExitCode::from(1),
+        (false, true) => ExitCode::from(3),
+        (false, false) => ExitCode::SUCCESS,
+    })
+}

@@ -1,0 +1,147 @@
+//! The run's summary: one JSON line with the parameters and every scenario's numbers.
+
+use serde::Serialize;
+
+use crate::cli::Args;
+use crate::load::LoadReport;
+use crate::watch::WatchReport;
+
+/// One scenario's result.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum ScenarioReport {
+    /// create, get, update, list.
+    Load(LoadReport),
+    /// watch.
+    Watch(WatchReport),
+}
+
+impl ScenarioReport {
+    /// The scenario's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ScenarioReport::Load(r) => r.scenario,
+            ScenarioReport::Watch(r) => r.scenario,
+        }
+    }
+}
+
+impl std::fmt::Display for ScenarioReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScenarioReport::Load(r) => r.fmt(f),
+            ScenarioReport::Watch(r) => r.fmt(f),
+        }
+    }
+}
+
+/// The parameters, as reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct Params {
+    /// The server's `host:port`.
+    pub server: String,
+    /// `http/1.1` or `h2`.
+    pub protocol: &'static str,
+    /// HTTP/2 connections per role (HTTP/2 only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u32>,
+    /// Clients of the load scenarios.
+    pub concurrency: u32,
+    /// The kind created (`configmap` or `widget`).
+    pub kind: crate::cli::Kind,
+    /// Payload bytes per object.
+    pub object_size: usize,
+    /// Measured seconds per scenario.
+    pub duration_s: f64,
+    /// Warm-up seconds per scenario.
+    pub warmup_s: f64,
+    /// Watchers.
+    pub watchers: u32,
+    /// Watch-scenario creates per second.
+    pub rate: f64,
+    /// Watch-scenario writer concurrency.
+    pub watch_writers: u32,
+    /// Objects for get/update.
+    pub objects: u32,
+    /// Listed collection size.
+    pub list_size: u32,
+    /// Namespace.
+    pub namespace: String,
+    /// Client runtime threads.
+    pub client_threads: u32,
+    /// Request timeout in seconds.
+    pub timeout_s: f64,
+}
+
+impl Params {
+    /// The parameters of `args`, against `server`.
+    pub fn new(args: &Args, server: String) -> Self {
+        Params {
+            server,
+            protocol: if args.http2 { "h2" } else { "http/1.1" },
+            connections: args.http2.then_some(args.connections),
+            concurrency: args.concurrency,
+            kind: args.kind,
+            object_size: args.object_size,
+            duration_s: args.duration.as_secs_f64(),
+            warmup_s: args.warmup.as_secs_f64(),
+            watchers: args.watchers,
+            rate: args.rate,
+            watch_writers: args.watch_writers,
+            objects: args.objects,
+            list_size: args.list_size,
+            namespace: args.namespace.clone(),
+            client_threads: args.client_threads,
+            timeout_s: args.timeout.as_secs_f64(),
+        }
+    }
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Always `wasmgate-bench`.
+    pub tool: &'static str,
+    /// The run id in every object name.
+    pub run_id: String,
+    /// Parameters.
+    pub params: Params,
+    /// Results by scenario name, in the order run.
+    pub scenarios: serde_json::Map<String, serde_json::Value>,
+    /// Scenarios that failed to run, with the reason.
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub failed_scenarios: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Summary {
+    /// An empty summary.
+    pub fn new(run_id: String, params: Params) -> Self {
+        Summary {
+            tool: "wasmgate-bench",
+            run_id,
+            params,
+            scenarios: serde_json::Map::new(),
+            failed_scenarios: serde_json::Map::new(),
+        }
+    }
+
+    /// Adds a scenario's result.
+    pub fn add(&mut self, r: &ScenarioReport) -> anyhow::Result<()> {
+        self.scenarios
+            .insert(r.name().to_owned(), serde_json::to_value(r)?);
+        Ok(())
+    }
+
+    /// Records a scenario that could not run.
+    pub fn add_failure(&mut self, name: &str, error: &anyhow::Error) {
+        self.failed_scenarios.insert(
+            name.to_owned(),
+            serde_json::Value::String(format!("{error:#}")),
+        );
+    }
+
+    /// The one-line JSON form.
+    pub fn to_line(&self) -> anyhow::Result<String> {
+        Ok(serde_json::to_string(self)?)
+    }
+}
