@@ -155,3 +155,18 @@ fn place_point(digits: &str, exp: i32) -> String {
         format!("{}.{}", &digits[..dp as usize], &digits[dp as usize..])
     }
 }
+
+/// A time as Go's `Time.UTC().Format(time.RFC3339)` prints a `metav1.Time`: UTC, whole
+/// seconds (`2021-06-20T07:35:27Z`).
+pub fn rfc3339(t: time::OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
+}

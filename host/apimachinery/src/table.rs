@@ -18,7 +18,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use time::format_description::well_known::Rfc3339;
-use time::{Duration, OffsetDateTime, UtcOffset};
+use time::{Duration, OffsetDateTime};
 
 /// `apiVersion` of a Table in the `meta.k8s.io/v1` group version (TABLE-01).
 pub const TABLE_API_V1: &str = "meta.k8s.io/v1";
@@ -327,18 +327,7 @@ pub fn age_since(ts: Option<&str>, now: OffsetDateTime) -> String {
 /// A missing timestamp prints Go's zero time, `0001-01-01T00:00:00Z`.
 fn rfc3339_utc_seconds(ts: Option<&str>) -> String {
     match parse_time(ts) {
-        Some(t) => {
-            let t = t.to_offset(UtcOffset::UTC);
-            format!(
-                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-                t.year(),
-                u8::from(t.month()),
-                t.day(),
-                t.hour(),
-                t.minute(),
-                t.second()
-            )
-        }
+        Some(t) => crate::gofmt::rfc3339(t),
         None => "0001-01-01T00:00:00Z".to_owned(),
     }
 }

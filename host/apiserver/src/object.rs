@@ -64,19 +64,7 @@ pub fn now_rfc3339() -> String {
     rfc3339(time::OffsetDateTime::now_utc())
 }
 
-/// A time as RFC 3339 UTC with seconds.
-pub fn rfc3339(t: time::OffsetDateTime) -> String {
-    let t = t.to_offset(time::UtcOffset::UTC);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second()
-    )
-}
+pub use wasmgate_apimachinery::gofmt::rfc3339;
 
 /// A random UUID v4 (`META-04`).
 pub fn new_uid() -> String {

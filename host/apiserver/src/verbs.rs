@@ -16,7 +16,7 @@ mod watch;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
+use http::{HeaderMap, Response, StatusCode, header};
 use serde_json::{Map, Value, json};
 use wasmgate_apimachinery::json::{self as wjson, Decoded};
 use wasmgate_apimachinery::media::{self, BodyType, Output};
@@ -28,9 +28,9 @@ use wasmgate_apimachinery::validation::FieldError;
 use wasmgate_apimachinery::{protobuf, selectors};
 use wasmgate_storage::{Precondition, ReadAt, Write, WriteOp};
 
-use crate::body::{self, Body};
+use crate::body::Body;
 use crate::error::{ApiError, ApiResult, storage_error};
-use crate::handler::header_str;
+use crate::handler::{bytes_response as response, header_str};
 use crate::object::{self, meta, meta_str};
 use crate::registry::ResourceType;
 use crate::{Inner, User};
@@ -597,18 +597,6 @@ pub(crate) fn encode_json(v: &Value, pretty: bool) -> Vec<u8> {
     } else {
         serde_json::to_vec(v).unwrap_or_default()
     }
-}
-
-pub(crate) fn response(
-    code: StatusCode,
-    content_type: &'static str,
-    bytes: impl Into<Bytes>,
-) -> Response<Body> {
-    let mut r = Response::new(body::full(bytes));
-    *r.status_mut() = code;
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    r
 }
 
 /// Label and field selector filtering for lists and watches (`SEL-01`, `GAP-04`).

@@ -42,7 +42,7 @@ pub(super) async fn delete(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
         Deleted::Removed(obj) => {
             let uid = meta_str(&obj, "uid").unwrap_or("").to_owned();
             let s = Status::success(ctx.target(&name), &uid);
-            Ok(super::response(
+            Ok(crate::handler::bytes_response(
                 StatusCode::OK,
                 "application/json",
                 s.to_json(),

@@ -11,10 +11,11 @@ use wasmgate_apimachinery::request_info::Verb;
 use wasmgate_apimachinery::status::Status;
 use wasmgate_storage::ReadAt;
 
-use super::{Ctx, encode_json, response};
+use super::{Ctx, encode_json};
 use crate::body::Body;
 use crate::custom::{ScaleSpec, scale_of};
 use crate::error::{ApiError, ApiResult, storage_error};
+use crate::handler::bytes_response as response;
 use crate::handler::header_str;
 use crate::object::{self, meta_str};
 
