@@ -174,7 +174,7 @@ impl IncludeObject {
             Some(other) => Err(format!(
                 "Unable to convert to Table as requested: includeObject: Invalid value: {}: \
                  must be 'Metadata', 'Object', 'None', or empty",
-                go_quote(other)
+                crate::validation::go_quote(other)
             )),
         }
     }
@@ -187,32 +187,6 @@ impl IncludeObject {
             Self::Object => "Object",
         }
     }
-}
-
-/// Approximates Go's `%q` for a string: double quotes, backslash escapes for quotes,
-/// backslashes and control characters, printable characters kept as they are.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if c == ' ' || !(c.is_control() || c.is_whitespace()) => out.push(c),
-            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// What goes into `rows[].object` for `include`:
