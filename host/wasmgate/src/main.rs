@@ -15,7 +15,7 @@ use wasmgate::{Config, Gateway, config};
 
 /// A Kubernetes-compatible API server for your own resource types.
 #[derive(Debug, Parser)]
-#[command(name = "wasmgate", version, about, long_about = None)]
+#[command(name = "wasmgate", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
