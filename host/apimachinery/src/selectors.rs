@@ -1000,6 +1000,12 @@ impl FieldSelector {
         Ok(Self { requirements })
     }
 
+    /// Both selectors' terms (AND).
+    pub fn and(mut self, other: FieldSelector) -> FieldSelector {
+        self.requirements.extend(other.requirements);
+        self
+    }
+
     /// The terms, in Go's order (sorted by their source text).
     pub fn requirements(&self) -> &[FieldRequirement] {
         &self.requirements

@@ -20,6 +20,19 @@ pub const BOOTSTRAP_NAMESPACES: [&str; 4] =
 
 const MAX_DATA_BYTES: usize = 1024 * 1024;
 
+/// Whether a deleting object may now leave storage: no `metadata.finalizers`, and for a
+/// namespace no `spec.finalizers` either (`DEL-01`, `URL-10`).
+pub fn removal_due(obj: &Value) -> bool {
+    let spec_finalizers = obj
+        .get("spec")
+        .and_then(|s| s.get("finalizers"))
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty())
+        && obj.get("kind").and_then(Value::as_str) == Some("Namespace")
+        && obj.get("apiVersion").and_then(Value::as_str) == Some("v1");
+    crate::object::is_deleting(obj) && crate::object::finalizers(obj).is_empty() && !spec_finalizers
+}
+
 /// Name validation of a type: DNS-1123 label for namespaces, subdomain otherwise.
 pub fn name_check(t: &ResourceType) -> fn(&str) -> Vec<String> {
     match t.builtin() {

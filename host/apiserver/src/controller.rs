@@ -61,3 +61,74 @@ pub(crate) async fn run<F, Fut>(
         }
     }
 }
+
+/// What [`delete_contents`] left behind.
+#[derive(Debug, Default)]
+pub(crate) struct Remaining {
+    /// Objects still there (held by finalizers, or changed meanwhile).
+    pub(crate) count: usize,
+    /// The finalizers holding them.
+    pub(crate) finalizers: Vec<String>,
+}
+
+/// Deletes every object under `prefix`, as a delete request would (objects with
+/// finalizers get a `deletionTimestamp` and stay). The deletes run concurrently, so the
+/// store's group commit batches them.
+pub(crate) async fn delete_contents(inner: &Inner, prefix: &str) -> Result<Remaining, String> {
+    use futures_util::StreamExt as _;
+    use serde_json::json;
+    use wasmgate_storage::{Precondition, ReadAt, StorageError, Write, WriteOp};
+
+    use crate::object::{self, meta_mut};
+
+    let err = |e: StorageError| crate::error::error_chain(&e);
+    let page = inner
+        .store
+        .list(prefix, ReadAt::Latest, None, 0, false)
+        .await
+        .map_err(err)?;
+    let mut remaining = Remaining::default();
+    let mut writes = Vec::new();
+    for item in page.items {
+        let Ok(mut obj) = object::from_stored(&item.value) else {
+            continue;
+        };
+        let fins = object::finalizers(&obj);
+        let op = if fins.is_empty() {
+            WriteOp::Delete(object::to_stored(&obj))
+        } else {
+            remaining.count += 1;
+            for f in fins {
+                if !remaining.finalizers.contains(&f) {
+                    remaining.finalizers.push(f);
+                }
+            }
+            if object::is_deleting(&obj) {
+                continue;
+            }
+            let m = meta_mut(&mut obj);
+            m.insert("deletionTimestamp".into(), json!(object::now_rfc3339()));
+            m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            WriteOp::Put(object::to_stored(&obj))
+        };
+        writes.push(Write {
+            key: item.key,
+            precondition: Precondition::Revision(item.revision),
+            op,
+            guards: Vec::new(),
+        });
+    }
+    let results: Vec<_> = futures_util::stream::iter(writes)
+        .map(|w| inner.store.write(w))
+        .buffer_unordered(128)
+        .collect()
+        .await;
+    for r in results {
+        match r {
+            Ok(_) | Err(StorageError::NotFound { .. }) => {}
+            Err(StorageError::Conflict { .. }) => remaining.count += 1,
+            Err(e) => return Err(err(e)),
+        }
+    }
+    Ok(remaining)
+}

@@ -2,8 +2,10 @@
 //! CRDs (at start, so a restart keeps every CRD, and on every change), marks them
 //! `NamesAccepted` and `Established`, and deletes a CRD's objects before the CRD itself.
 //!
-//! Handlers that write CRDs wait until [`Inner::crd_synced`] reaches their revision, so
-//! that a CRD is served as soon as its create returns.
+//! Registration is quick and never waits for cleanup: each terminating CRD's objects are
+//! deleted by a task of its own. Handlers that write CRDs wait until
+//! [`Inner::crd_synced`] reaches their revision, so a CRD is served as soon as its create
+//! returns.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -12,8 +14,9 @@ use serde_json::{Value, json};
 use wasmgate_storage::{Precondition, ReadAt, StorageError, Write, WriteOp};
 
 use crate::Inner;
+use crate::controller::{Reconciled, delete_contents};
 use crate::custom::{self, CLEANUP_FINALIZER};
-use crate::object::{self, meta_mut, meta_str};
+use crate::object::{self, meta_str};
 
 /// Where CRDs are stored.
 pub(crate) const PREFIX: &str = "apiextensions.k8s.io/customresourcedefinitions//";
@@ -21,59 +24,51 @@ pub(crate) const PREFIX: &str = "apiextensions.k8s.io/customresourcedefinitions/
 /// The CRD controller.
 pub(crate) async fn run(inner: Weak<Inner>) {
     crate::controller::run(inner, "customresourcedefinitions", PREFIX, |i| async move {
-        let (pending, revision) = sync(&i).await?;
-        Ok(crate::controller::Reconciled { pending, revision })
+        let revision = sync(&i).await?;
+        Ok(Reconciled {
+            pending: false,
+            revision,
+        })
     })
     .await;
 }
 
-/// Registers every stored CRD and reconciles their status. Returns whether cleanup work
-/// remains, and the revision the registry now reflects.
-pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<(bool, u64), String> {
+/// Registers every stored CRD, reconciles their status, and starts the cleanup of
+/// terminating ones. Returns the revision the registry now reflects.
+pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<u64, String> {
     let page = inner
         .store
         .list(PREFIX, ReadAt::Latest, None, 0, false)
         .await
         .map_err(|e| crate::error::error_chain(&e))?;
     let mut types = Vec::new();
-    let mut pending = false;
-    for item in &page.items {
-        let Ok(crd) = object::from_stored(&item.value) else {
-            continue;
-        };
-        let name = meta_str(&crd, "name").unwrap_or("").to_owned();
-        match custom::resource_type(&crd) {
-            Ok(t) => types.push(t),
-            Err(e) => {
-                tracing::warn!(crd = %name, error = %e, "CRD cannot be served");
-                continue;
-            }
-        }
-    }
-    inner.registry.set_custom(types);
-    inner.crd_synced.send_replace(page.revision);
+    let mut crds = Vec::new();
     for item in page.items {
         let Ok(crd) = object::from_stored(&item.value) else {
             continue;
         };
-        let name = meta_str(&crd, "name").unwrap_or("").to_owned();
-        let result = if object::is_deleting(&crd) {
-            cleanup(inner, &item.key, item.revision, crd).await
-        } else {
-            establish(inner, &item.key, item.revision, crd)
-                .await
-                .map(|()| true)
-        };
-        match result {
-            Ok(true) => {}
-            Ok(false) => pending = true,
-            Err(e) => {
-                pending = true;
-                tracing::debug!(crd = %name, error = %e, "CRD not reconciled yet");
+        let served = match custom::resource_type(&crd, &item.key, item.revision) {
+            Ok(t) => {
+                types.push(t);
+                Ok(())
             }
+            Err(e) => {
+                tracing::warn!(crd = %meta_str(&crd, "name").unwrap_or(""), error = %e, "CRD cannot be served");
+                Err(e)
+            }
+        };
+        crds.push((item.key, item.revision, crd, served));
+    }
+    inner.registry.set_custom(types);
+    inner.crd_synced.send_replace(page.revision);
+    for (key, rev, crd, served) in crds {
+        if object::is_deleting(&crd) {
+            start_cleanup(inner, key);
+        } else if let Err(e) = establish(inner, &key, rev, crd, served).await {
+            tracing::debug!(error = %e, "CRD status not written yet");
         }
     }
-    Ok((pending, page.revision))
+    Ok(page.revision)
 }
 
 fn condition(ty: &str, status: &str, reason: &str, message: &str, old: &Value) -> Value {
@@ -88,37 +83,107 @@ fn condition(ty: &str, status: &str, reason: &str, message: &str, old: &Value) -
     json!({"type": ty, "status": status, "lastTransitionTime": time, "reason": reason, "message": message})
 }
 
-/// Sets `acceptedNames`, `NamesAccepted` and `Established` (`CRD-01`, `CRD-02`).
-async fn establish(inner: &Inner, key: &str, rev: u64, crd: Value) -> Result<(), String> {
+/// Sets `acceptedNames`, `NamesAccepted` and `Established` (`CRD-01`, `CRD-02`); a CRD
+/// that cannot be served says why instead.
+async fn establish(
+    inner: &Inner,
+    key: &str,
+    rev: u64,
+    crd: Value,
+    served: Result<(), String>,
+) -> Result<(), String> {
     let mut new = crd.clone();
-    let names = crd
-        .get("spec")
-        .and_then(|s| s.get("names"))
-        .cloned()
-        .unwrap_or(json!({}));
-    new["status"]["acceptedNames"] = names;
-    new["status"]["conditions"] = json!([
-        condition(
-            "NamesAccepted",
-            "True",
-            "NoConflicts",
-            "no conflicts found",
-            &crd
-        ),
-        condition(
-            "Established",
-            "True",
-            "InitialNamesAccepted",
-            "the initial names have been accepted",
-            &crd
-        ),
-    ]);
+    match served {
+        Ok(()) => {
+            let names = crd
+                .get("spec")
+                .and_then(|s| s.get("names"))
+                .cloned()
+                .unwrap_or(json!({}));
+            new["status"]["acceptedNames"] = names;
+            new["status"]["conditions"] = json!([
+                condition(
+                    "NamesAccepted",
+                    "True",
+                    "NoConflicts",
+                    "no conflicts found",
+                    &crd
+                ),
+                condition(
+                    "Established",
+                    "True",
+                    "InitialNamesAccepted",
+                    "the initial names have been accepted",
+                    &crd
+                ),
+            ]);
+        }
+        Err(e) => {
+            new["status"]["conditions"] = json!([
+                condition(
+                    "NamesAccepted",
+                    "True",
+                    "NoConflicts",
+                    "no conflicts found",
+                    &crd
+                ),
+                condition("Established", "False", "NotServable", &e, &crd),
+            ]);
+        }
+    }
     write_if_changed(inner, key, rev, &crd, new).await
 }
 
-/// Deletes the CRD's objects, then lets the CRD go (`DEL-08`). `Ok(true)` when finished.
-async fn cleanup(inner: &Inner, key: &str, rev: u64, crd: Value) -> Result<bool, String> {
+/// Starts the cleanup task of a terminating CRD, unless one runs already.
+fn start_cleanup(inner: &Arc<Inner>, key: String) {
+    let mut running = match inner.crd_cleanups.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    };
+    if !running.insert(key.clone()) {
+        return;
+    }
+    drop(running);
+    let weak = Arc::downgrade(inner);
+    tokio::spawn(async move {
+        cleanup_loop(&weak, &key).await;
+        if let Some(i) = weak.upgrade() {
+            let mut running = match i.crd_cleanups.lock() {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+            running.remove(&key);
+        }
+    });
+}
+
+/// Deletes a CRD's objects until none is left, then lets the CRD go (`DEL-08`).
+async fn cleanup_loop(weak: &Weak<Inner>, key: &str) {
+    loop {
+        let Some(inner) = weak.upgrade() else { return };
+        if *inner.shutdown.borrow() {
+            return;
+        }
+        let resync = inner.options.namespace_resync;
+        match cleanup(&inner, key).await {
+            Ok(true) => return,
+            Ok(false) => {}
+            Err(e) => tracing::debug!(crd = %key, error = %e, "CRD cleanup not finished"),
+        }
+        drop(inner);
+        tokio::time::sleep(resync.min(Duration::from_secs(2))).await;
+    }
+}
+
+/// One cleanup pass. `Ok(true)` when the CRD is gone (or no longer terminating).
+async fn cleanup(inner: &Inner, key: &str) -> Result<bool, String> {
     let err = |e: StorageError| crate::error::error_chain(&e);
+    let (_, cur) = inner.store.get(key, ReadAt::Latest).await.map_err(err)?;
+    let Some(cur) = cur else { return Ok(true) };
+    let crd = object::from_stored(&cur.value).map_err(|e| e.to_string())?;
+    if !object::is_deleting(&crd) {
+        return Ok(true);
+    }
     let spec = crd.get("spec").cloned().unwrap_or(json!({}));
     let group = spec.get("group").and_then(Value::as_str).unwrap_or("");
     let plural = spec
@@ -126,44 +191,13 @@ async fn cleanup(inner: &Inner, key: &str, rev: u64, crd: Value) -> Result<bool,
         .and_then(|n| n.get("plural"))
         .and_then(Value::as_str)
         .unwrap_or("");
-    let prefix = format!("{group}/{plural}/");
-    let mut remaining = 0;
-    if !group.is_empty() && !plural.is_empty() {
-        let page = inner
-            .store
-            .list(&prefix, ReadAt::Latest, None, 0, false)
-            .await
-            .map_err(err)?;
-        for item in page.items {
-            let Ok(mut obj) = object::from_stored(&item.value) else {
-                continue;
-            };
-            let op = if object::finalizers(&obj).is_empty() {
-                WriteOp::Delete(object::to_stored(&obj))
-            } else {
-                remaining += 1;
-                if object::is_deleting(&obj) {
-                    continue;
-                }
-                let m = meta_mut(&mut obj);
-                m.insert("deletionTimestamp".into(), json!(object::now_rfc3339()));
-                m.insert("deletionGracePeriodSeconds".into(), json!(0));
-                WriteOp::Put(object::to_stored(&obj))
-            };
-            let w = Write {
-                key: item.key,
-                precondition: Precondition::Revision(item.revision),
-                op,
-            };
-            match inner.store.write(w).await {
-                Ok(_) => {}
-                Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {
-                    remaining += 1
-                }
-                Err(e) => return Err(err(e)),
-            }
-        }
-    }
+    let remaining = if group.is_empty() || plural.is_empty() {
+        0
+    } else {
+        delete_contents(inner, &format!("{group}/{plural}/"))
+            .await?
+            .count
+    };
     let mut new = crd.clone();
     let mut conds: Vec<Value> = crd["status"]["conditions"]
         .as_array()
@@ -198,33 +232,32 @@ async fn cleanup(inner: &Inner, key: &str, rev: u64, crd: Value) -> Result<bool,
     });
     new["status"]["conditions"] = Value::Array(conds);
     if remaining > 0 {
-        write_if_changed(inner, key, rev, &crd, new).await?;
+        write_if_changed(inner, key, cur.revision, &crd, new).await?;
         return Ok(false);
     }
     // All instances gone: drop our finalizer; without finalizers the CRD is removed.
     if let Some(f) = new["metadata"]["finalizers"].as_array_mut() {
         f.retain(|x| x != CLEANUP_FINALIZER);
     }
-    let op = if object::finalizers(&new).is_empty() {
-        WriteOp::Delete(object::to_stored(&new))
-    } else {
-        WriteOp::Put(object::to_stored(&new))
+    if !object::finalizers(&new).is_empty() {
+        // Someone else's finalizer holds it: write our part once, then wait.
+        write_if_changed(inner, key, cur.revision, &crd, new).await?;
+        return Ok(false);
+    }
+    let w = Write {
+        key: key.to_owned(),
+        precondition: Precondition::Revision(cur.revision),
+        op: WriteOp::Delete(object::to_stored(&new)),
+        guards: Vec::new(),
     };
-    match inner
-        .store
-        .write(Write {
-            key: key.to_owned(),
-            precondition: Precondition::Revision(rev),
-            op,
-        })
-        .await
-    {
-        Ok(_) => Ok(true),
-        Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => Ok(false),
+    match inner.store.write(w).await {
+        Ok(_) | Err(StorageError::NotFound { .. }) => Ok(true),
+        Err(StorageError::Conflict { .. }) => Ok(false),
         Err(e) => Err(err(e)),
     }
 }
 
+/// Writes `new` unless it is what is stored (so reconciling never loops on its own writes).
 async fn write_if_changed(
     inner: &Inner,
     key: &str,
@@ -235,15 +268,13 @@ async fn write_if_changed(
     if object::same_content(old, &new) {
         return Ok(());
     }
-    match inner
-        .store
-        .write(Write {
-            key: key.to_owned(),
-            precondition: Precondition::Revision(rev),
-            op: WriteOp::Put(object::to_stored(&new)),
-        })
-        .await
-    {
+    let w = Write {
+        key: key.to_owned(),
+        precondition: Precondition::Revision(rev),
+        op: WriteOp::Put(object::to_stored(&new)),
+        guards: Vec::new(),
+    };
+    match inner.store.write(w).await {
         Ok(_) | Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => Ok(()),
         Err(e) => Err(crate::error::error_chain(&e)),
     }
@@ -252,5 +283,11 @@ async fn write_if_changed(
 /// Waits (briefly) until the registry reflects revision `rev`.
 pub(crate) async fn wait_synced(inner: &Inner, rev: u64) {
     let mut rx = inner.crd_synced.subscribe();
-    let _ = tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|r| *r >= rev)).await;
+    let waited = tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|r| *r >= rev)).await;
+    if waited.is_err() {
+        tracing::warn!(
+            revision = rev,
+            "the CRD registry did not catch up within 10 s"
+        );
+    }
 }

@@ -26,6 +26,13 @@ pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io"
 pub struct CustomType {
     /// The CRD's name (`<plural>.<group>`).
     pub crd_name: String,
+    /// The CRD's storage key and the revision it was built from: creates of its objects
+    /// are guarded on them, so none lands after the CRD began to go.
+    pub crd_key: String,
+    /// See `crd_key`.
+    pub crd_revision: u64,
+    /// The CRD's uid: a CRD deleted and created again is another type.
+    pub crd_uid: String,
     /// Every version of the CRD, in spec order.
     pub versions: Vec<CustomVersion>,
     /// The group/kind, for messages.
@@ -128,9 +135,10 @@ impl CustomType {
     }
 }
 
-/// Builds the resource type of a stored CRD. `None` when the CRD cannot be served (it was
-/// validated at write; this only guards against stored data from elsewhere).
-pub fn resource_type(crd: &Value) -> Result<ResourceType, String> {
+/// Builds the resource type of a stored CRD (at storage key `key`, mod revision
+/// `revision`). An error when the CRD cannot be served (it was validated at write; this
+/// only guards against stored data from elsewhere).
+pub fn resource_type(crd: &Value, key: &str, revision: u64) -> Result<ResourceType, String> {
     let spec = crd.get("spec").ok_or("no spec")?;
     let group = str_at(spec, &["group"]).ok_or("no spec.group")?.to_owned();
     let names = spec.get("names").ok_or("no spec.names")?;
@@ -284,6 +292,9 @@ pub fn resource_type(crd: &Value) -> Result<ResourceType, String> {
     let crd_name = str_at(crd, &["metadata", "name"]).unwrap_or("").to_owned();
     let custom = Arc::new(CustomType {
         crd_name,
+        crd_key: key.to_owned(),
+        crd_revision: revision,
+        crd_uid: str_at(crd, &["metadata", "uid"]).unwrap_or("").to_owned(),
         versions,
         group: group.clone(),
         kind: kind.clone(),

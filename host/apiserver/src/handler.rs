@@ -284,21 +284,29 @@ fn openapi_route(
     }
 }
 
-/// The OpenAPI documents of the current catalog, rebuilt when the catalog changes.
+/// The OpenAPI documents of the current catalog, rebuilt when the catalog changes. The
+/// build runs outside the lock, so a catalog change never blocks other requests on it.
 pub(crate) fn openapi_documents(inner: &Inner) -> Arc<openapi::Documents> {
     let catalog = inner.registry.snapshot();
+    let cached = match inner.openapi.lock() {
+        Ok(g) => g.clone(),
+        Err(p) => p.into_inner().clone(),
+    };
+    if let Some(d) = cached.filter(|d| d.generation == catalog.generation) {
+        return d;
+    }
+    let built = openapi::build(&catalog);
     let mut guard = match inner.openapi.lock() {
         Ok(g) => g,
         Err(p) => p.into_inner(),
     };
-    match &*guard {
-        Some(d) if d.generation == catalog.generation => d.clone(),
-        _ => {
-            let d = openapi::build(&catalog);
-            *guard = Some(d.clone());
-            d
-        }
+    if guard
+        .as_ref()
+        .is_none_or(|d| d.generation < built.generation)
+    {
+        *guard = Some(built.clone());
     }
+    built
 }
 
 async fn health_checks(inner: &Inner, endpoint: health::Endpoint) -> Vec<Check> {
@@ -399,7 +407,19 @@ where
     let (parts, body) = req.into_parts();
     let body = match r.verb {
         Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
-            read_body(body, inner.options.max_request_body_bytes).await?
+            // A client that stalls its upload must not hold an in-flight slot for ever.
+            tokio::time::timeout(
+                inner.options.body_read_timeout,
+                read_body(body, inner.options.max_request_body_bytes),
+            )
+            .await
+            .map_err(|_| {
+                ApiError::from(Status::failure(
+                    504,
+                    "Timeout",
+                    "the request body was not received in time",
+                ))
+            })??
         }
         _ => Bytes::new(),
     };

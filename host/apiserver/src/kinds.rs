@@ -117,6 +117,9 @@ impl Ctx {
         match &self.rt.behavior {
             Behavior::Builtin(Builtin::CustomResourceDefinition) => {
                 let mut errs = crd::validate(obj, old);
+                if let Some(old) = old {
+                    errs.extend(builtin::validate_meta_update(obj, old));
+                }
                 if errs.is_empty() {
                     errs = crd::collisions(obj, &self.inner.registry.snapshot());
                 }

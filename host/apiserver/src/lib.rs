@@ -60,6 +60,8 @@ pub struct Options {
     pub min_request_timeout: Duration,
     /// Largest accepted request body (413 above).
     pub max_request_body_bytes: usize,
+    /// How long a request body may take to arrive (504 after).
+    pub body_read_timeout: Duration,
     /// Most non-watch requests served at once (429 above).
     pub max_in_flight: usize,
     /// How long a `NotOlderThan` read waits for a newer revision before 504.
@@ -81,6 +83,7 @@ impl Default for Options {
             bookmark_interval: Duration::from_secs(60),
             min_request_timeout: Duration::from_secs(1800),
             max_request_body_bytes: 3 * 1024 * 1024,
+            body_read_timeout: Duration::from_secs(60),
             max_in_flight: 1000,
             resource_version_wait: Duration::from_secs(3),
             compaction_interval: Duration::from_secs(60),
@@ -121,6 +124,8 @@ pub(crate) struct Inner {
     /// The store revision the registry's custom types reflect (the CRD controller's
     /// progress); CRD writes wait on it.
     pub(crate) crd_synced: watch::Sender<u64>,
+    /// Keys of the terminating CRDs whose cleanup task runs (one task each).
+    pub(crate) crd_cleanups: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl ApiServer {
@@ -137,6 +142,7 @@ impl ApiServer {
             shutdown: watch::Sender::new(false),
             bootstrapped: AtomicBool::new(false),
             crd_synced: watch::Sender::new(0),
+            crd_cleanups: std::sync::Mutex::new(std::collections::HashSet::new()),
         });
         namespaces::bootstrap(&inner)
             .await

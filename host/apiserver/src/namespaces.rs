@@ -14,7 +14,7 @@ use wasmgate_storage::{Precondition, ReadAt, StorageError, Write, WriteOp};
 
 use crate::Inner;
 use crate::builtin::{BOOTSTRAP_NAMESPACES, NAMESPACE_FINALIZER, NAMESPACE_NAME_LABEL};
-use crate::object::{self, meta_mut, meta_str};
+use crate::object::{self, meta_str};
 
 const PREFIX: &str = "core/namespaces//";
 
@@ -37,6 +37,7 @@ pub(crate) async fn bootstrap(inner: &Inner) -> Result<(), String> {
             key: format!("{PREFIX}{name}"),
             precondition: Precondition::Absent,
             op: WriteOp::Put(object::to_stored(&obj)),
+            guards: Vec::new(),
         };
         match inner.store.write(w).await {
             Ok(_) | Err(StorageError::AlreadyExists { .. }) => {}
@@ -90,107 +91,51 @@ async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
     let mut remaining: Vec<(String, usize)> = Vec::new();
     let mut finalizers_left: Vec<String> = Vec::new();
     for rt in catalog.types().iter().filter(|t| t.namespaced) {
-        let prefix = rt.namespace_prefix(Some(ns));
-        let page = inner
-            .store
-            .list(&prefix, ReadAt::Latest, None, 0, false)
-            .await
-            .map_err(err)?;
-        let mut left = 0;
-        for item in page.items {
-            let Ok(mut obj) = object::from_stored(&item.value) else {
-                continue;
-            };
-            let fins = object::finalizers(&obj);
-            if fins.is_empty() {
-                let w = Write {
-                    key: item.key.clone(),
-                    precondition: Precondition::Revision(item.revision),
-                    op: WriteOp::Delete(object::to_stored(&obj)),
-                };
-                match inner.store.write(w).await {
-                    Ok(_) | Err(StorageError::NotFound { .. }) => {}
-                    Err(StorageError::Conflict { .. }) => left += 1,
-                    Err(e) => return Err(err(e)),
-                }
-            } else {
-                left += 1;
-                for f in fins {
-                    if !finalizers_left.contains(&f) {
-                        finalizers_left.push(f);
-                    }
-                }
-                if !object::is_deleting(&obj) {
-                    let m = meta_mut(&mut obj);
-                    m.insert("deletionTimestamp".into(), json!(object::now_rfc3339()));
-                    m.insert("deletionGracePeriodSeconds".into(), json!(0));
-                    let w = Write {
-                        key: item.key.clone(),
-                        precondition: Precondition::Revision(item.revision),
-                        op: WriteOp::Put(object::to_stored(&obj)),
-                    };
-                    match inner.store.write(w).await {
-                        Ok(_)
-                        | Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => {}
-                        Err(e) => return Err(err(e)),
-                    }
+        let left =
+            crate::controller::delete_contents(inner, &rt.namespace_prefix(Some(ns))).await?;
+        if left.count > 0 {
+            remaining.push((rt.qualified_resource(), left.count));
+            for f in left.finalizers {
+                if !finalizers_left.contains(&f) {
+                    finalizers_left.push(f);
                 }
             }
-        }
-        if left > 0 {
-            remaining.push((rt.qualified_resource(), left));
         }
     }
     let key = format!("{PREFIX}{ns}");
     let (_, cur) = inner.store.get(&key, ReadAt::Latest).await.map_err(err)?;
     let Some(cur) = cur else { return Ok(true) };
-    let mut obj = object::from_stored(&cur.value).map_err(|e| e.to_string())?;
-    if !remaining.is_empty() {
-        set_conditions(&mut obj, &remaining, &finalizers_left);
-        if !object::same_content(
-            &obj,
-            &object::from_stored(&cur.value).map_err(|e| e.to_string())?,
-        ) {
-            let w = Write {
-                key,
-                precondition: Precondition::Revision(cur.revision),
-                op: WriteOp::Put(object::to_stored(&obj)),
-            };
-            match inner.store.write(w).await {
-                Ok(_) | Err(StorageError::Conflict { .. }) => {}
-                Err(e) => return Err(err(e)),
-            }
+    let stored = object::from_stored(&cur.value).map_err(|e| e.to_string())?;
+    let mut obj = stored.clone();
+    let done = if remaining.is_empty() {
+        // Content gone: drop our finalizer; without finalizers the namespace goes too.
+        if let Some(f) = obj
+            .get_mut("spec")
+            .and_then(|s| s.get_mut("finalizers"))
+            .and_then(Value::as_array_mut)
+        {
+            f.retain(|x| x != NAMESPACE_FINALIZER);
         }
-        return Ok(false);
-    }
-    // Content gone: drop our finalizer; without finalizers the namespace goes too.
-    if let Some(f) = obj
-        .get_mut("spec")
-        .and_then(|s| s.get_mut("finalizers"))
-        .and_then(Value::as_array_mut)
-    {
-        f.retain(|x| x != NAMESPACE_FINALIZER);
-    }
-    let spec_done = obj
-        .get("spec")
-        .and_then(|s| s.get("finalizers"))
-        .and_then(Value::as_array)
-        .is_none_or(Vec::is_empty);
-    let done = spec_done && object::finalizers(&obj).is_empty();
+        crate::builtin::removal_due(&obj)
+    } else {
+        set_conditions(&mut obj, &remaining, &finalizers_left);
+        false
+    };
     let op = if done {
         WriteOp::Delete(object::to_stored(&obj))
+    } else if object::same_content(&obj, &stored) {
+        // Nothing to write: never wake ourselves with our own writes.
+        return Ok(false);
     } else {
         WriteOp::Put(object::to_stored(&obj))
     };
-    match inner
-        .store
-        .write(Write {
-            key,
-            precondition: Precondition::Revision(cur.revision),
-            op,
-        })
-        .await
-    {
+    let w = Write {
+        key,
+        precondition: Precondition::Revision(cur.revision),
+        op,
+        guards: Vec::new(),
+    };
+    match inner.store.write(w).await {
         Ok(_) => Ok(done),
         Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => Ok(false),
         Err(e) => Err(err(e)),

@@ -380,6 +380,8 @@ impl Catalog {
 pub struct Registry {
     builtins: Vec<Arc<ResourceType>>,
     current: RwLock<Arc<Catalog>>,
+    /// The catalog generation, for those who must notice a type going away (watches).
+    changed: tokio::sync::watch::Sender<u64>,
 }
 
 impl Registry {
@@ -389,6 +391,7 @@ impl Registry {
         Registry {
             current: RwLock::new(Arc::new(Catalog::build(1, builtins.clone()))),
             builtins,
+            changed: tokio::sync::watch::Sender::new(1),
         }
     }
 
@@ -402,6 +405,13 @@ impl Registry {
         types.extend(custom.into_iter().map(Arc::new));
         let generation = guard.generation + 1;
         *guard = Arc::new(Catalog::build(generation, types));
+        drop(guard);
+        self.changed.send_replace(generation);
+    }
+
+    /// Notified whenever the catalog changes.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     /// The current catalog.

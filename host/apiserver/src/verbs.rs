@@ -400,12 +400,13 @@ impl Ctx {
         Status::invalid(&self.rt.kind, &self.rt.group, name, errors).into()
     }
 
-    /// A namespace must exist and not be terminating to receive new objects.
+    /// A namespace must exist and not be terminating to receive new objects. Returns the
+    /// namespace's revision, which the create then guards on.
     pub(crate) async fn ensure_namespace_accepts_creates(
         &self,
         ns: &str,
         name: &str,
-    ) -> ApiResult<()> {
+    ) -> ApiResult<u64> {
         let key = format!("core/namespaces//{ns}");
         let ns_target = Target {
             group: "",
@@ -436,7 +437,7 @@ impl Ctx {
             }];
             return Err(s.into());
         }
-        Ok(())
+        Ok(found.revision)
     }
 
     /// What kube-apiserver's `BeforeUpdate` does: system fields come from the stored
@@ -531,7 +532,7 @@ impl Ctx {
                 return Ok(new);
             }
             self.to_storage(&mut new);
-            let finished = object::is_deleting(&new) && object::finalizers(&new).is_empty();
+            let finished = crate::builtin::removal_due(&new);
             let op = if finished {
                 WriteOp::Delete(object::to_stored(&new))
             } else {
@@ -544,6 +545,7 @@ impl Ctx {
                     key: key.clone(),
                     precondition: Precondition::Revision(cur.revision),
                     op,
+                    guards: Vec::new(),
                 })
                 .await
             {
@@ -559,7 +561,7 @@ impl Ctx {
                 Err(e) => return Err(storage_error(e, target)),
             }
         }
-        Err(ApiError::internal("too many conflicting updates"))
+        Err(Status::conflict(target, "the object kept changing; please apply your changes to the latest version and try again").into())
     }
 }
 

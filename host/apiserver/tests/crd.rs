@@ -830,3 +830,162 @@ async fn crdv_02_rules_and_transition_rules_on_widgets() {
     .await
     .expect(200);
 }
+
+/// A request body released by the test: the request is routed (and its type looked up)
+/// first, and its body arrives later.
+struct Gated(Option<tokio::sync::oneshot::Receiver<bytes::Bytes>>);
+
+impl http_body::Body for Gated {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, Self::Error>>> {
+        use std::future::Future as _;
+        let Some(rx) = self.0.as_mut() else {
+            return std::task::Poll::Ready(None);
+        };
+        match std::pin::Pin::new(rx).poll(cx) {
+            std::task::Poll::Ready(Ok(b)) => {
+                self.0 = None;
+                std::task::Poll::Ready(Some(Ok(http_body::Frame::data(b))))
+            }
+            std::task::Poll::Ready(Err(_)) => std::task::Poll::Ready(None),
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn del_08_a_create_in_flight_when_its_crd_goes_is_not_stored() {
+    let s = std::sync::Arc::new(with_widgets().await);
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let api = s.api.clone();
+    let pending = tokio::spawn(async move {
+        let req = http::Request::builder()
+            .method(Method::POST)
+            .uri(W)
+            .header("content-type", "application/json")
+            .body(Gated(Some(rx)))
+            .unwrap();
+        api.handle(req, Some(common::admin())).await.status()
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    s.req(
+        Method::DELETE,
+        &format!("{CRDS}/widgets.example.com"),
+        Value::Null,
+    )
+    .await
+    .expect(200);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while s.get(&format!("{CRDS}/widgets.example.com")).await.status != StatusCode::NOT_FOUND {
+        assert!(tokio::time::Instant::now() < deadline, "CRD not removed");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let body = json!({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"late"},"spec":{"color":"red"}});
+    tx.send(bytes::Bytes::from(body.to_string())).unwrap();
+    let status = pending.await.unwrap();
+    assert_ne!(
+        status,
+        StatusCode::CREATED,
+        "a create must not land after its CRD is gone"
+    );
+    s.yaml(Method::POST, CRDS, WIDGETS).await.expect(201);
+    assert_eq!(
+        s.get(W).await.expect(200).json()["items"],
+        json!([]),
+        "DEL-08: re-created CRD starts empty"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crd_02_served_when_create_returns_even_during_a_large_cleanup() {
+    let s = std::sync::Arc::new(with_widgets().await);
+    let mut tasks = Vec::new();
+    for t in 0..4 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (t..3000).step_by(4) {
+                create_widget(&s, &format!("w{i}"), json!({"color":"red"}))
+                    .await
+                    .expect(201);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    s.req(
+        Method::DELETE,
+        &format!("{CRDS}/widgets.example.com"),
+        Value::Null,
+    )
+    .await
+    .expect(200);
+    let started = std::time::Instant::now();
+    s.req(
+        Method::POST,
+        CRDS,
+        minimal_crd("other.io", "gadgets", "Gadget", json!({"type":"object"})),
+    )
+    .await
+    .expect(201);
+    s.get("/apis/other.io/v1/namespaces/default/gadgets")
+        .await
+        .expect(200);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn crd_update_cannot_rename_or_change_its_uid() {
+    let s = with_widgets().await;
+    let r = s
+        .patch(
+            &format!("{CRDS}/widgets.example.com"),
+            "application/merge-patch+json",
+            r#"{"metadata":{"name":"gizmos.example.com"},"spec":{"names":{"plural":"gizmos"}}}"#,
+        )
+        .await
+        .expect(422);
+    assert!(r.text().contains("field is immutable"), "{}", r.text());
+    let r = s
+        .patch(
+            &format!("{CRDS}/widgets.example.com"),
+            "application/merge-patch+json",
+            r#"{"metadata":{"uid":"00000000-0000-0000-0000-000000000000"}}"#,
+        )
+        .await
+        .expect(422);
+    assert!(r.text().contains("metadata.uid"), "{}", r.text());
+}
+
+#[tokio::test]
+async fn del_05_deletecollection_of_custom_resources() {
+    let s = with_widgets().await;
+    for (n, app) in [("a", "x"), ("b", "x"), ("c", "y")] {
+        s.req(Method::POST, W, json!({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":n,"labels":{"app":app}},"spec":{"color":"red"}})).await.expect(201);
+    }
+    let r = s
+        .req(
+            Method::DELETE,
+            &format!("{W}?labelSelector=app%3Dx"),
+            Value::Null,
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(r["items"].as_array().unwrap().len(), 2);
+    let left: Vec<String> = s.get(W).await.json()["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(left, vec!["c"]);
+}

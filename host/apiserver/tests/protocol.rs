@@ -465,12 +465,14 @@ async fn dry_01_to_03_dry_run_writes_nothing() {
         .expect(404);
     s.create_cm("demo", "e", json!({})).await;
     let mid = s.api.store().revision();
+    // A PATCH with a non-patch Content-Type is refused before anything runs.
     s.req(
         Method::PATCH,
         "/api/v1/namespaces/demo/configmaps/e?dryRun=All",
         json!({"data":{"k":"changed"}}),
     )
-    .await;
+    .await
+    .expect(415);
     let r = s
         .raw(
             Method::PATCH,
@@ -1509,4 +1511,234 @@ async fn gzip_01_large_lists_are_compressed_when_accepted() {
         small.headers.get("content-encoding").is_none(),
         "small responses stay plain"
     );
+}
+
+#[tokio::test]
+async fn url_10_updates_to_a_terminating_namespace_do_not_skip_content_cleanup() {
+    let s = Server::with(Options {
+        namespace_resync: Duration::from_millis(50),
+        ..Options::default()
+    })
+    .await;
+    s.create_ns("t").await;
+    s.req(Method::POST, "/api/v1/namespaces/t/configmaps", json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held","finalizers":["example.com/hold"]}})).await.expect(201);
+    s.req(Method::DELETE, "/api/v1/namespaces/t", Value::Null)
+        .await
+        .expect(200);
+    // Any write to the terminating namespace keeps it (its spec.finalizers still hold it).
+    let r = s
+        .raw(
+            Method::PATCH,
+            "/api/v1/namespaces/t",
+            &[("content-type", "application/merge-patch+json")],
+            r#"{"metadata":{"labels":{"x":"y"}}}"#,
+            Some(admin()),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(r["status"]["phase"], "Terminating");
+    s.get("/api/v1/namespaces/t").await.expect(200);
+    s.get("/api/v1/namespaces/t/configmaps/held")
+        .await
+        .expect(200);
+    // Releasing the content lets the namespace go, content first.
+    s.raw(
+        Method::PATCH,
+        "/api/v1/namespaces/t/configmaps/held",
+        &[("content-type", "application/merge-patch+json")],
+        r#"{"metadata":{"finalizers":null}}"#,
+        Some(admin()),
+    )
+    .await
+    .expect(200);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while s.get("/api/v1/namespaces/t").await.status != StatusCode::NOT_FOUND {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "namespace not removed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    s.get("/api/v1/namespaces/t/configmaps/held")
+        .await
+        .expect(404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_10_creates_racing_a_namespace_deletion_leave_nothing_behind() {
+    let s = std::sync::Arc::new(
+        Server::with(Options {
+            namespace_resync: Duration::from_millis(50),
+            ..Options::default()
+        })
+        .await,
+    );
+    for round in 0..5 {
+        let ns = format!("race{round}");
+        s.create_ns(&ns).await;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        for t in 0..8 {
+            let (s, stop, ns) = (s.clone(), stop.clone(), ns.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut i = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let r = s.req(Method::POST, &format!("/api/v1/namespaces/{ns}/configmaps"), json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":format!("c{t}-{i}")}})).await;
+                    assert!([201, 403, 404].contains(&r.status.as_u16()), "{}", r.text());
+                    i += 1;
+                    // A refused create completes without awaiting anything: let others run.
+                    tokio::task::yield_now().await;
+                }
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        s.req(
+            Method::DELETE,
+            &format!("/api/v1/namespaces/{ns}"),
+            Value::Null,
+        )
+        .await
+        .expect(200);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        while s.get(&format!("/api/v1/namespaces/{ns}")).await.status != StatusCode::NOT_FOUND {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "namespace not removed"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let left = s
+            .api
+            .store()
+            .list(
+                &format!("core/configmaps/{ns}/"),
+                wasmgate_storage::ReadAt::Latest,
+                None,
+                0,
+                false,
+            )
+            .await
+            .unwrap();
+        assert!(
+            left.items.is_empty(),
+            "round {round}: {} objects left in a deleted namespace",
+            left.items.len()
+        );
+    }
+}
+
+#[tokio::test]
+async fn controllers_do_not_rewrite_what_they_already_wrote() {
+    let s = Server::with(Options {
+        namespace_resync: Duration::from_millis(50),
+        ..Options::default()
+    })
+    .await;
+    s.req(Method::POST, "/api/v1/namespaces", json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"kept","finalizers":["example.com/keep"]}})).await.expect(201);
+    s.req(Method::DELETE, "/api/v1/namespaces/kept", Value::Null)
+        .await
+        .expect(200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = s.api.store().revision();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        s.api.store().revision(),
+        before,
+        "no writes while nothing changes"
+    );
+    s.get("/api/v1/namespaces/kept").await.expect(200);
+}
+
+#[tokio::test]
+async fn patch_02_json_patch_copies_are_bounded() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    s.create_cm("demo", "bomb", json!({})).await;
+    let mut ops: Vec<Value> =
+        vec![json!({"op":"add","path":"/data","value":{"a":"x".repeat(1000)}})];
+    for i in 0..30 {
+        ops.push(json!({"op":"copy","from":"/data","path":format!("/data/n{i}")}));
+    }
+    let started = std::time::Instant::now();
+    let r = s
+        .raw(
+            Method::PATCH,
+            "/api/v1/namespaces/demo/configmaps/bomb",
+            &[("content-type", "application/json-patch+json")],
+            Value::Array(ops).to_string(),
+            Some(admin()),
+        )
+        .await;
+    assert!(
+        r.status == StatusCode::PAYLOAD_TOO_LARGE || r.status == StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        r.text()
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let many: Vec<Value> = (0..10_001)
+        .map(|_| json!({"op":"test","path":"/kind","value":"ConfigMap"}))
+        .collect();
+    s.raw(
+        Method::PATCH,
+        "/api/v1/namespaces/demo/configmaps/bomb",
+        &[("content-type", "application/json-patch+json")],
+        Value::Array(many).to_string(),
+        Some(admin()),
+    )
+    .await
+    .expect(413);
+}
+
+#[tokio::test]
+async fn gap_03_watch_path_with_a_name_watches_one_object() {
+    let s = Server::new().await;
+    s.create_ns("demo").await;
+    let a = s.create_cm("demo", "a", json!({})).await;
+    let mut w = s
+        .watch(&format!(
+            "/api/v1/watch/namespaces/demo/configmaps/a?resourceVersion={}",
+            rv(&a)
+        ))
+        .await;
+    s.create_cm("demo", "other", json!({})).await;
+    s.raw(
+        Method::PATCH,
+        "/api/v1/namespaces/demo/configmaps/a",
+        &[("content-type", "application/merge-patch+json")],
+        r#"{"data":{"x":"1"}}"#,
+        Some(admin()),
+    )
+    .await
+    .expect(200);
+    let ev = w.next().await.unwrap();
+    assert_eq!(
+        (
+            ev["type"].as_str(),
+            ev["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("MODIFIED"), Some("a"))
+    );
+}
+
+#[tokio::test]
+async fn gap_11_a_stalled_request_body_times_out() {
+    let s = Server::with(Options {
+        body_read_timeout: Duration::from_millis(200),
+        ..Options::default()
+    })
+    .await;
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri("/api/v1/namespaces/default/configmaps")
+        .body(Stalled)
+        .unwrap();
+    let resp = tokio::time::timeout(Duration::from_secs(5), s.api.handle(req, Some(admin())))
+        .await
+        .expect("answered");
+    assert_eq!(resp.status(), StatusCode::GATEWAY_TIMEOUT);
 }

@@ -87,8 +87,23 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
     let mut results: Vec<Result<Committed>> = Vec::with_capacity(batch.len());
     let mut planned: Vec<Planned> = Vec::with_capacity(batch.len());
     let mut next = base;
-    for p in batch {
+    'writes: for p in batch {
         let w = &p.write;
+        for (gkey, grev) in &w.guards {
+            let g = match overlay.get(gkey.as_str()) {
+                Some(v) => v.clone(),
+                None => read_current(txn.as_mut(), gkey).await?,
+            };
+            let actual = g.map_or(0, |g| g.revision);
+            if actual != *grev {
+                results.push(Err(StorageError::Conflict {
+                    key: gkey.clone(),
+                    expected: *grev,
+                    actual,
+                }));
+                continue 'writes;
+            }
+        }
         let current = match overlay.get(w.key.as_str()) {
             Some(v) => v.clone(),
             None => read_current(txn.as_mut(), &w.key).await?,

@@ -150,6 +150,23 @@ pub struct Write {
     pub precondition: Precondition,
     /// The change.
     pub op: WriteOp,
+    /// Other keys that must still be at these mod revisions (0: absent) for the write to
+    /// happen, checked atomically with it ([`StorageError::Conflict`] naming the guard's
+    /// key otherwise). A create in a namespace guards on the namespace it checked, so a
+    /// namespace deleted meanwhile never receives it.
+    pub guards: Vec<(String, Revision)>,
+}
+
+impl Write {
+    /// A write with no guards.
+    pub fn new(key: impl Into<String>, precondition: Precondition, op: WriteOp) -> Write {
+        Write {
+            key: key.into(),
+            precondition,
+            op,
+            guards: Vec::new(),
+        }
+    }
 }
 
 /// The result of a committed write.

@@ -255,6 +255,25 @@ pub mod cases {
     pub async fn engine_commit_is_atomic_and_holds_large_values(f: &dyn EngineFactory) {
         let place = Place::new();
         let e = f.open(place.path()).await;
+        // A reader running meanwhile sees all 500 keys or none, never some.
+        let reader = {
+            let e = e.clone();
+            tokio::spawn(async move {
+                let end = keys::prefix_end(b"n/");
+                for _ in 0..200 {
+                    let n = e
+                        .snapshot()
+                        .await
+                        .unwrap()
+                        .scan(b"n/", &end, 1000)
+                        .await
+                        .unwrap()
+                        .len();
+                    assert!(n == 0 || n == 500, "saw {n} of 500 keys of one commit");
+                    tokio::task::yield_now().await;
+                }
+            })
+        };
         let big = Bytes::from(vec![7u8; 3 << 20]);
         let mut t = e.begin().await.unwrap();
         for i in 0..500u32 {
@@ -262,6 +281,7 @@ pub mod cases {
         }
         t.put(b"big".to_vec(), big.clone());
         t.commit().await.unwrap();
+        reader.await.unwrap();
         let s = e.snapshot().await.unwrap();
         let end = keys::prefix_end(b"n/");
         assert_eq!(s.scan(b"n/", &end, 1000).await.unwrap().len(), 500);
@@ -328,6 +348,7 @@ pub mod cases {
             key: key.into(),
             precondition: pre,
             op: WriteOp::Put(Value::new(body.to_owned())),
+            guards: Vec::new(),
         }
     }
 
@@ -336,6 +357,7 @@ pub mod cases {
             key: key.into(),
             precondition: pre,
             op: WriteOp::Delete(Value::new("deleted")),
+            guards: Vec::new(),
         }
     }
 
@@ -426,6 +448,7 @@ pub mod cases {
                 key: "g/r/ns/a".into(),
                 precondition: Precondition::None,
                 op: WriteOp::Put(Value::with_revision_slot("rv=;", 3)),
+                guards: Vec::new(),
             })
             .await
             .unwrap();
@@ -700,12 +723,34 @@ pub mod cases {
         )
         .await;
         let from = s.revision();
-        let mut watchers: Vec<_> = (0..3).map(|_| s.watch("g/", from).unwrap()).collect();
+        const WRITES: u64 = 400;
+        // Watchers consume while the writers write, some slowly enough to fall behind
+        // the ring and read from the log.
+        let mut readers = Vec::new();
+        for slow in [false, false, true] {
+            let mut w = s.watch("g/", from).unwrap();
+            readers.push(tokio::spawn(async move {
+                let mut expect = from + 1;
+                while expect <= from + WRITES {
+                    let ev = tokio::time::timeout(Duration::from_secs(10), w.next())
+                        .await
+                        .unwrap()
+                        .unwrap();
+                    assert_eq!(ev.revision, expect, "contiguous, once, in order");
+                    expect += 1;
+                    if slow && expect % 50 == 0 {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                }
+                // Nothing beyond the writes.
+                assert!(w.try_next().await.unwrap().is_none());
+            }));
+        }
         let mut tasks = Vec::new();
         for t in 0..8 {
             let s = s.clone();
             tasks.push(tokio::spawn(async move {
-                for i in 0..50 {
+                for i in 0..WRITES / 8 {
                     s.write(put(&format!("g/r/n/t{t}-{i}"), "v", Precondition::Absent))
                         .await
                         .unwrap();
@@ -715,18 +760,9 @@ pub mod cases {
         for t in tasks {
             t.await.unwrap();
         }
-        let end = s.revision();
-        assert_eq!(end - from, 400);
-        for w in &mut watchers {
-            let mut expect = from + 1;
-            while expect <= end {
-                let ev = tokio::time::timeout(Duration::from_secs(10), w.next())
-                    .await
-                    .unwrap()
-                    .unwrap();
-                assert_eq!(ev.revision, expect, "contiguous, once, in order");
-                expect += 1;
-            }
+        assert_eq!(s.revision() - from, WRITES);
+        for r in readers {
+            r.await.unwrap();
         }
     }
 

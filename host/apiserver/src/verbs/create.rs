@@ -10,34 +10,90 @@ use wasmgate_storage::{Precondition, StorageError, Write, WriteOp};
 
 use super::{Ctx, Obj};
 use crate::body::Body;
-use crate::error::{ApiResult, storage_error};
+use crate::error::{ApiError, ApiResult, storage_error};
 use crate::object::{self, meta_mut, meta_str};
 
 /// How often a create with `generateName` retries a name that turned out taken.
 const GENERATE_NAME_ATTEMPTS: usize = 8;
 
+/// How often a create starts over because the namespace or the CRD it checked changed
+/// before the write.
+const GUARD_ATTEMPTS: usize = 8;
+
+/// Why one attempt did not finish.
+enum Attempt {
+    /// A final answer.
+    Done(ApiResult<Response<Body>>),
+    /// The namespace or CRD guarding the write changed (to `actual`): start over.
+    GuardChanged { key: String, actual: u64 },
+}
+
 pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
-    let opts = WriteOptions::from_query(&ctx.query).map_err(|e| Status::bad_request(e.0))?;
-    let decoded = ctx.decode_body(&body)?;
-    let mut obj = decoded.value;
-    ctx.check_type_meta(&mut obj)?;
-    ctx.check_fields(&mut obj, &decoded.duplicates, opts.field_validation)?;
-    let generated = before_create(ctx, &mut obj)?;
+    for _ in 0..GUARD_ATTEMPTS {
+        match create_once(ctx, &body).await {
+            Attempt::Done(r) => return r,
+            Attempt::GuardChanged { key, actual } => {
+                if ctx.rt.custom().is_some_and(|c| c.crd_key == key) {
+                    // The CRD changed: serve this create with the type as it is now.
+                    crate::crd_controller::wait_synced(&ctx.inner, actual).await;
+                    let catalog = ctx.inner.registry.snapshot();
+                    ctx.rt = catalog
+                        .lookup(&ctx.req.group, &ctx.req.version, &ctx.req.resource)
+                        .cloned()
+                        .ok_or_else(|| ApiError::from(Status::not_found_path()))?;
+                    if let Some(c) = ctx.rt.custom().filter(|c| c.terminating) {
+                        return Err(Status::failure(
+                            405,
+                            "MethodNotAllowed",
+                            format!("create not allowed while custom resource definition {} is terminating", c.crd_name),
+                        )
+                        .into());
+                    }
+                }
+            }
+        }
+    }
+    Err(Status::conflict(
+        ctx.target(""),
+        "the namespace or the resource type kept changing; please retry",
+    )
+    .into())
+}
+
+/// One create: everything from the body to the guarded write.
+async fn create_once(ctx: &mut Ctx, body: &Bytes) -> Attempt {
+    let (mut obj, generated) = match prepare(ctx, body).await {
+        Ok(x) => x,
+        Err(e) => return Attempt::Done(Err(e)),
+    };
+    let mut guards = Vec::new();
     if let Some(ns) = ctx.namespace().map(str::to_owned) {
         let name = meta_str(&obj, "name").unwrap_or("").to_owned();
-        ctx.ensure_namespace_accepts_creates(&ns, &name).await?;
+        match ctx.ensure_namespace_accepts_creates(&ns, &name).await {
+            Ok(rev) => guards.push((format!("core/namespaces//{ns}"), rev)),
+            Err(e) => return Attempt::Done(Err(e)),
+        }
     }
+    // Objects of a CRD are written only while that CRD is the one this request served.
+    if let Some(c) = ctx.rt.custom() {
+        guards.push((c.crd_key.clone(), c.crd_revision));
+    }
+    let obj = &mut obj;
+    let dry_run = match WriteOptions::from_query(&ctx.query) {
+        Ok(o) => o.dry_run,
+        Err(e) => return Attempt::Done(Err(Status::bad_request(e.0).into())),
+    };
     let attempts = if generated { GENERATE_NAME_ATTEMPTS } else { 1 };
     for attempt in 0..attempts {
         if attempt > 0 {
-            let prefix = meta_str(&obj, "generateName").unwrap_or("").to_owned();
-            meta_mut(&mut obj).insert("name".into(), Value::String(object::generate_name(&prefix)));
+            let prefix = meta_str(obj, "generateName").unwrap_or("").to_owned();
+            meta_mut(obj).insert("name".into(), Value::String(object::generate_name(&prefix)));
         }
-        let name = meta_str(&obj, "name").unwrap_or("").to_owned();
-        if opts.dry_run {
+        let name = meta_str(obj, "name").unwrap_or("").to_owned();
+        if dry_run {
             // Everything ran but the store: nothing is written, no revision is used.
-            object::meta_mut(&mut obj).remove("resourceVersion");
-            return ctx.respond_object(StatusCode::CREATED, Obj::Value(obj));
+            meta_mut(obj).remove("resourceVersion");
+            return Attempt::Done(ctx.respond_object(StatusCode::CREATED, Obj::Value(obj.clone())));
         }
         let mut stored = obj.clone();
         ctx.to_storage(&mut stored);
@@ -45,20 +101,41 @@ pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
             key: ctx.key(&name),
             precondition: Precondition::Absent,
             op: WriteOp::Put(object::to_stored(&stored)),
+            guards: std::mem::take(&mut guards),
         };
+        let kept = write.guards.clone();
         match ctx.inner.store.write(write).await {
             Ok(c) => {
                 ctx.after_write(c.revision).await;
-                let out = ctx.present(c.value)?;
-                return ctx.respond_object(StatusCode::CREATED, out);
+                return Attempt::Done(
+                    ctx.present(c.value)
+                        .and_then(|out| ctx.respond_object(StatusCode::CREATED, out)),
+                );
             }
-            Err(StorageError::AlreadyExists { .. }) if attempt + 1 < attempts => continue,
-            Err(e) => return Err(storage_error(e, ctx.target(&name))),
+            Err(StorageError::Conflict { key, actual, .. })
+                if kept.iter().any(|(k, _)| *k == key) =>
+            {
+                return Attempt::GuardChanged { key, actual };
+            }
+            Err(StorageError::AlreadyExists { .. }) if attempt + 1 < attempts => guards = kept,
+            Err(e) => return Attempt::Done(Err(storage_error(e, ctx.target(&name)))),
         }
     }
-    Err(crate::error::ApiError::internal(
+    Attempt::Done(Err(ApiError::internal(
         "unreachable: create attempts exhausted",
-    ))
+    )))
+}
+
+/// Decode, type checks, field validation, BeforeCreate. Returns the object and whether its
+/// name was generated.
+async fn prepare(ctx: &mut Ctx, body: &Bytes) -> ApiResult<(Value, bool)> {
+    let opts = WriteOptions::from_query(&ctx.query).map_err(|e| Status::bad_request(e.0))?;
+    let decoded = ctx.decode_body(body)?;
+    let mut obj = decoded.value;
+    ctx.check_type_meta(&mut obj)?;
+    ctx.check_fields(&mut obj, &decoded.duplicates, opts.field_validation)?;
+    let generated = before_create(ctx, &mut obj)?;
+    Ok((obj, generated))
 }
 
 /// kube-apiserver's `BeforeCreate`: namespace from the URL, system fields set, name

@@ -133,6 +133,7 @@ pub(super) async fn delete_one(
                 key: key.clone(),
                 precondition: Precondition::Revision(cur.revision),
                 op: write,
+                guards: Vec::new(),
             })
             .await;
         match res {
@@ -150,7 +151,7 @@ pub(super) async fn delete_one(
             Err(e) => return Err(storage_error(e, target)),
         }
     }
-    Err(ApiError::internal("too many conflicting deletes"))
+    Err(Status::conflict(target, "the object kept changing; please try again").into())
 }
 
 fn check_preconditions(target: Target<'_>, opts: &DeleteOptions, obj: &Value) -> ApiResult<()> {

@@ -10,8 +10,8 @@ use super::delete::{Deleted, delete_one, delete_options};
 use super::list::read_list;
 use super::{Ctx, Filter, Obj};
 use crate::body::Body;
-use crate::error::{ApiError, ApiResult};
-use crate::object::{self, meta_str};
+use crate::error::ApiResult;
+use crate::object::meta_str;
 
 pub(super) async fn delete_collection(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
     let opts = delete_options(ctx, &body)?;
@@ -24,12 +24,14 @@ pub(super) async fn delete_collection(ctx: &mut Ctx, body: Bytes) -> ApiResult<R
     let listed = read_list(ctx, &filter, ListSemantics::MostRecent, 0).await?;
     let mut deleted = Vec::new();
     for item in listed.items {
-        let Obj::Raw(bytes) = item else { continue };
-        let obj = object::from_stored(&bytes).map_err(ApiError::internal)?;
+        let obj = item.value()?.into_owned();
         let name = meta_str(&obj, "name").unwrap_or("").to_owned();
         let ns = meta_str(&obj, "namespace").map(str::to_owned);
         match delete_one(ctx, ns.as_deref(), &name, &opts).await {
-            Ok(Deleted::Removed(o) | Deleted::Pending(o)) => deleted.push(Obj::Value(o)),
+            Ok(Deleted::Removed(mut o) | Deleted::Pending(mut o)) => {
+                ctx.present_value(&mut o);
+                deleted.push(Obj::Value(o));
+            }
             // Gone meanwhile: nothing to report.
             Err(e) if e.status.code == 404 => {}
             Err(e) => return Err(e),

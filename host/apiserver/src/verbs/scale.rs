@@ -25,6 +25,7 @@ pub(super) async fn scale(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
         .and_then(|v| v.scale.clone())
         .ok_or_else(|| ApiError::from(Status::not_found_path()))?;
     let name = ctx.name().to_owned();
+    let ctx_limit = ctx.inner.options.max_request_body_bytes;
     let scale = match ctx.req.verb {
         Verb::Get => {
             let target = ctx.target(&name);
@@ -56,9 +57,7 @@ pub(super) async fn scale(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
                             serde_json::from_value(patch.clone()).map_err(|e| {
                                 Status::bad_request(format!("error decoding patch: {e}"))
                             })?;
-                        json_patch::patch(&mut doc, &p).map_err(|e| {
-                            ApiError::from(Status::failure(422, "Invalid", e.to_string()))
-                        })?;
+                        super::patch::apply_json_patch(&mut doc, &p, ctx_limit)?;
                     }
                     // A Scale has no lists: strategic merge is a merge patch here.
                     PatchType::Merge | PatchType::StrategicMerge => {

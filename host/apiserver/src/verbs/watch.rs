@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use wasmgate_apimachinery::media::Output;
 use wasmgate_apimachinery::options::{ListOptions, ListSemantics, WatchStart, watch_start};
+use wasmgate_apimachinery::selectors;
 use wasmgate_apimachinery::status::Status;
 use wasmgate_apimachinery::table::{self, IncludeObject};
 use wasmgate_storage::{Event, EventKind, StorageError, Watcher};
@@ -38,11 +39,15 @@ const COALESCE_BYTES: usize = 256 * 1024;
 
 pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     let opts = ListOptions::from_query(&ctx.query).map_err(|e| Status::bad_request(e.0))?;
-    let filter = Filter::new(
-        &ctx.rt,
-        opts.label_selector.clone(),
-        opts.field_selector.clone(),
-    )?;
+    let mut fields = opts.field_selector.clone();
+    if let Some(name) = &ctx.req.name {
+        // `/watch/…/NAME` (the deprecated path form) watches one object (GAP-03).
+        let sel = format!("metadata.name={}", selectors::escape_field_value(name));
+        let named = selectors::FieldSelector::parse(&sel)
+            .map_err(|e| Status::bad_request(e.to_string()))?;
+        fields = fields.and(named);
+    }
+    let filter = Filter::new(&ctx.rt, opts.label_selector.clone(), fields)?;
     let start = watch_start(&opts).map_err(|e| Status::bad_request(e.0))?;
     let output = match ctx.output()? {
         Output::Yaml => {
@@ -92,6 +97,7 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         columns: ctx.table_columns(),
         rt: ctx.rt.clone(),
         version: ctx.req.version.clone(),
+        registry: ctx.inner.clone(),
     };
     let bookmarks = opts
         .allow_watch_bookmarks
@@ -154,6 +160,8 @@ struct Stream {
     /// The kind and version, for table cells (built-in printers or CRD printer columns).
     rt: std::sync::Arc<crate::registry::ResourceType>,
     version: String,
+    /// Catalog changes: a watch of custom resources ends when its CRD goes.
+    registry: std::sync::Arc<crate::Inner>,
 }
 
 impl Stream {
@@ -173,6 +181,7 @@ impl Stream {
     ) {
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
+        let mut catalog = self.registry.registry.subscribe();
         let mut ticker = bookmarks
             .map(|every| tokio::time::interval_at(tokio::time::Instant::now() + every, every));
         for item in initial {
@@ -201,6 +210,12 @@ impl Stream {
                 _ = shutdown.wait_for(|s| *s) => return,
                 _ = &mut deadline => return,
                 _ = self.tx.closed() => return,
+                _ = catalog.changed(), if self.rt.custom().is_some() => {
+                    if !self.type_still_served() {
+                        return;
+                    }
+                    None
+                }
                 ev = watcher.next() => Some(ev),
                 _ = async {
                     match ticker.as_mut() {
@@ -372,6 +387,18 @@ impl Stream {
         }
         f.put_slice(b"}\n");
         f.freeze()
+    }
+
+    /// Whether the custom type this watch serves is still the one registered (its CRD
+    /// was not deleted, nor deleted and created again).
+    fn type_still_served(&self) -> bool {
+        let Some(mine) = self.rt.custom() else {
+            return true;
+        };
+        let cat = self.registry.registry.snapshot();
+        cat.lookup(&self.rt.group, &self.version, &self.rt.resource)
+            .and_then(|t| t.custom())
+            .is_some_and(|c| c.crd_uid == mine.crd_uid)
     }
 
     fn cells(&self, obj: &Value, now: time::OffsetDateTime) -> Vec<Value> {
