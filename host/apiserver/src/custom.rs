@@ -396,13 +396,13 @@ pub fn prepare_for_update(
 
 /// Whether anything but `metadata` and `status` differs.
 fn spec_changed(new: &Value, old: &Value) -> bool {
-    let strip = |v: &Value| -> Map<String, Value> {
-        let mut m = v.as_object().cloned().unwrap_or_default();
-        m.remove("metadata");
-        m.remove("status");
-        m
-    };
-    strip(new) != strip(old)
+    let empty = Map::new();
+    let (n, o) = (new.as_object(), old.as_object());
+    !crate::object::eq_without(
+        n.unwrap_or(&empty),
+        o.unwrap_or(&empty),
+        &["metadata", "status"],
+    )
 }
 
 /// Validation of a create or update (`CRDV-01`, `CRDV-02`): ObjectMeta, then the schema

@@ -105,16 +105,31 @@ pub fn set_resource_version(obj: &mut Value, rev: Revision) {
     meta_mut(obj).insert("resourceVersion".into(), Value::String(rev.to_string()));
 }
 
-/// Compares two objects ignoring `metadata.resourceVersion` and `managedFields` timestamps.
+/// Compares two objects ignoring `metadata.resourceVersion`, without copying either.
 pub fn same_content(a: &Value, b: &Value) -> bool {
-    fn strip(v: &Value) -> Value {
-        let mut v = v.clone();
-        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("resourceVersion");
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => {
+            a.len() == b.len()
+                && a.iter().all(|(k, v)| match (k.as_str(), b.get(k)) {
+                    ("metadata", Some(w)) => match (v.as_object(), w.as_object()) {
+                        (Some(m), Some(n)) => eq_without(m, n, &["resourceVersion"]),
+                        _ => v == w,
+                    },
+                    (_, Some(w)) => v == w,
+                    (_, None) => false,
+                })
         }
-        v
+        _ => a == b,
     }
-    strip(a) == strip(b)
+}
+
+/// Whether two JSON objects are equal once the keys in `skip` are left out of both, without
+/// copying either.
+pub(crate) fn eq_without(a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str]) -> bool {
+    let kept = |m: &Map<String, Value>| m.keys().filter(|k| !skip.contains(&k.as_str())).count();
+    kept(a) == kept(b)
+        && a.iter()
+            .all(|(k, v)| skip.contains(&k.as_str()) || b.get(k) == Some(v))
 }
 
 #[cfg(test)]
