@@ -1,5 +1,5 @@
 //! The type checker: cel-go's `checker/checker.go` over cel-rust's parsed AST, with the
-//! declarations of [`crate::decls`] and the variables `self` and `oldSelf` typed from the
+//! declarations of [`crate::functions`] and the variables `self` and `oldSelf` typed from the
 //! structural schema.
 
 use std::collections::HashMap;
@@ -8,7 +8,7 @@ use cel::common::ast::{
     CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, SelectExpr,
 };
 
-use crate::decls::{FUNCTIONS, Overload, TYPE_PARAMS, type_ident};
+use crate::functions::{FUNCTIONS, Overload, TYPE_PARAMS, type_ident};
 use crate::types::{Subst, Ty, most_general};
 
 /// Deepest expression tree the checker accepts: long operator chains (`a + a + …`) nest
@@ -29,6 +29,11 @@ pub(crate) struct CheckError {
 pub(crate) struct Checked {
     pub(crate) types: HashMap<u64, Ty>,
     pub(crate) overloads: HashMap<u64, Vec<&'static str>>,
+    /// Identifiers and field selections that name a type (`int`, `net.IP`): the type's name.
+    pub(crate) type_names: HashMap<u64, &'static str>,
+    /// Calls of namespaced functions written as member calls (`sets.contains(a, b)`,
+    /// `strings.quote(s)`): the function's full name.
+    pub(crate) namespaced: HashMap<u64, &'static str>,
     /// The expression refers to `oldSelf`.
     pub(crate) uses_old_self: bool,
 }
@@ -75,7 +80,7 @@ pub(crate) fn check(
 }
 
 /// `a.b.c` as a qualified name.
-pub(crate) fn qualified_name(e: &IdedExpr) -> Option<String> {
+fn qualified_name(e: &IdedExpr) -> Option<String> {
     match &e.expr {
         Expr::Ident(n) => Some(n.clone()),
         Expr::Select(SelectExpr {
@@ -216,7 +221,8 @@ impl Checker<'_> {
             }
             return t.clone();
         }
-        if let Some(t) = type_ident(name) {
+        if let Some((type_name, t)) = type_ident(name) {
+            self.out.type_names.insert(id, type_name);
             return Ty::Type(Some(Box::new(t)));
         }
         self.err(
@@ -228,8 +234,9 @@ impl Checker<'_> {
 
     fn check_select(&mut self, e: &IdedExpr, sel: &SelectExpr) -> Ty {
         if !sel.test
-            && let Some(t) = qualified_name(e).and_then(|q| type_ident(&q))
+            && let Some((type_name, t)) = qualified_name(e).and_then(|q| type_ident(&q))
         {
+            self.out.type_names.insert(e.id, type_name);
             return Ty::Type(Some(Box::new(t)));
         }
         let result = self.select_field(e.id, &sel.operand, &sel.field, false);
@@ -295,6 +302,7 @@ impl Checker<'_> {
             if let Some(q) = qualified_name(target) {
                 let qualified = format!("{q}.{name}");
                 if let Some((fname, overloads)) = FUNCTIONS.get_key_value(qualified.as_str()) {
+                    self.out.namespaced.insert(id, fname);
                     for a in &call.args {
                         self.check(a);
                     }

@@ -110,7 +110,7 @@ fn compile_inner(
             return Err(display(source, issues));
         }
     };
-    if let Err((id, msg)) = crate::macros2::expand(&mut expr, &mut info) {
+    if let Err((id, msg)) = crate::ext_macros::expand(&mut expr, &mut info) {
         if msg == checker::RECURSION_ERROR {
             return Err(recursion_error());
         }
@@ -162,6 +162,8 @@ fn compile_inner(
     let cost = cost::estimate(&expr, &checked, decl);
     let Checked {
         overloads,
+        type_names,
+        namespaced,
         uses_old_self,
         ..
     } = checked;
@@ -170,6 +172,8 @@ fn compile_inner(
             program: Program {
                 expr,
                 overloads,
+                type_names,
+                namespaced,
                 regexes,
             },
             output,
@@ -192,77 +196,54 @@ fn validate_literals(
 ) {
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
-        match &e.expr {
-            Expr::Call(call) => {
-                let literal = |i: usize| match call.args.get(i).map(|a| &a.expr) {
-                    Some(Expr::Literal(LiteralValue::String(s))) => {
-                        Some((s.inner().to_owned(), call.args[i].id))
-                    }
-                    _ => None,
-                };
-                let mut report = |id: u64, f: &str| {
-                    let (line, col) = location(source, info, id);
-                    issues.push(Issue {
-                        line,
-                        col,
-                        msg: format!("invalid {f} argument"),
-                    });
-                };
-                match (call.func_name.as_str(), call.target.is_some()) {
-                    ("matches", _) | ("find" | "findAll", true) => {
-                        let idx = usize::from(call.target.is_none());
-                        if let Some((pattern, id)) = literal(idx) {
-                            match goregex::compile(&pattern) {
-                                Ok(r) => {
-                                    regexes.insert(e.id, r);
-                                }
-                                Err(_) if call.func_name == "matches" => report(id, "matches"),
-                                Err(e) => {
-                                    instantiation.get_or_insert(e);
-                                }
+        if let Expr::Call(call) = &e.expr {
+            let literal = |i: usize| match call.args.get(i).map(|a| &a.expr) {
+                Some(Expr::Literal(LiteralValue::String(s))) => {
+                    Some((s.inner().to_owned(), call.args[i].id))
+                }
+                _ => None,
+            };
+            let mut report = |id: u64, f: &str| {
+                let (line, col) = location(source, info, id);
+                issues.push(Issue {
+                    line,
+                    col,
+                    msg: format!("invalid {f} argument"),
+                });
+            };
+            match (call.func_name.as_str(), call.target.is_some()) {
+                ("matches", _) | ("find" | "findAll", true) => {
+                    let idx = usize::from(call.target.is_none());
+                    if let Some((pattern, id)) = literal(idx) {
+                        match goregex::compile(&pattern) {
+                            Ok(r) => {
+                                regexes.insert(e.id, r);
+                            }
+                            Err(_) if call.func_name == "matches" => report(id, "matches"),
+                            Err(e) => {
+                                instantiation.get_or_insert(e);
                             }
                         }
                     }
-                    ("duration", false) => {
-                        if let Some((text, id)) = literal(0)
-                            && timeutil::parse_go_duration(&text).is_err()
-                        {
-                            report(id, "duration");
-                        }
-                    }
-                    ("timestamp", false) => {
-                        if let Some((text, id)) = literal(0)
-                            && timeutil::parse_rfc3339(&text).is_err()
-                        {
-                            report(id, "timestamp");
-                        }
-                    }
-                    _ => {}
                 }
-                stack.extend(call.target.as_deref());
-                stack.extend(call.args.iter());
-            }
-            Expr::Select(s) => stack.push(&s.operand),
-            Expr::List(l) => stack.extend(l.elements.iter()),
-            Expr::Map(m) => {
-                for en in &m.entries {
-                    if let cel::common::ast::EntryExpr::MapEntry(me) = &en.expr {
-                        stack.push(&me.key);
-                        stack.push(&me.value);
+                ("duration", false) => {
+                    if let Some((text, id)) = literal(0)
+                        && timeutil::parse_go_duration(&text).is_err()
+                    {
+                        report(id, "duration");
                     }
                 }
+                ("timestamp", false) => {
+                    if let Some((text, id)) = literal(0)
+                        && timeutil::parse_rfc3339(&text).is_err()
+                    {
+                        report(id, "timestamp");
+                    }
+                }
+                _ => {}
             }
-            Expr::Comprehension(c) => {
-                stack.extend([
-                    &c.iter_range,
-                    &c.accu_init,
-                    &c.loop_cond,
-                    &c.loop_step,
-                    &c.result,
-                ]);
-            }
-            _ => {}
         }
+        crate::ast::children(e, &mut stack);
     }
 }
 

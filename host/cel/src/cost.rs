@@ -161,14 +161,10 @@ impl<'a> Coster<'a> {
                 Range::ONE
             }
             Expr::Select(sel) => {
-                if !sel.test {
-                    // A qualified type name (`google.protobuf.Duration`) is one identifier.
-                    if let Some(q) = crate::checker::qualified_name(e)
-                        .filter(|q| crate::decls::type_ident(q).is_some())
-                    {
-                        self.paths.insert(e.id, vec![q]);
-                        return Range::ONE;
-                    }
+                // A qualified type name (`google.protobuf.Duration`) is one identifier.
+                if let Some(q) = self.checked.type_names.get(&e.id) {
+                    self.paths.insert(e.id, vec![(*q).to_owned()]);
+                    return Range::ONE;
                 }
                 let mut sum = self.cost(&sel.operand);
                 if sel.test {

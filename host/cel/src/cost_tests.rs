@@ -7,19 +7,7 @@ use wasmgate_apimachinery::structural::Schema;
 
 use crate::compile::compile;
 use crate::decl::decl_for;
-
-fn vals(types: &[Value]) -> Value {
-    let props: serde_json::Map<String, Value> = types
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (format!("val{}", i + 1), t.clone()))
-        .collect();
-    json!({"type": "object", "properties": props})
-}
-
-fn eq3(a: &str, b: &str, lit: &str) -> String {
-    format!("{a} == {lit} && {lit} == {a} && {a} == {b}")
-}
+use crate::test_support::{eq3, val_schema};
 
 fn check(schema: &Value, cases: &[(&str, u64)]) {
     let s = Schema::parse(schema, "s").unwrap_or_else(|e| panic!("{e:?}"));
@@ -39,7 +27,7 @@ fn check(schema: &Value, cases: &[(&str, u64)]) {
 fn scalars() {
     let int = json!({"type": "integer"});
     check(
-        &vals(&[
+        &val_schema(&[
             int.clone(),
             int.clone(),
             json!({"type": "integer", "format": "int32"}),
@@ -52,7 +40,7 @@ fn scalars() {
     );
     let num = json!({"type": "number"});
     check(
-        &vals(&[num.clone(), num.clone(), num.clone(), num]),
+        &val_schema(&[num.clone(), num.clone(), num.clone(), num]),
         &[
             ("type(self.val1) == double", 4),
             ("self.val1 == 1.0", 2),
@@ -61,7 +49,7 @@ fn scalars() {
     );
     let s = json!({"type": "string"});
     check(
-        &vals(&[s.clone(), s]),
+        &val_schema(&[s.clone(), s]),
         &[
             (&eq3("self.val1", "self.val2", "'Rook takes 👑'"), 314585),
             ("self.val1.startsWith('Rook')", 3),
@@ -84,7 +72,7 @@ fn scalars() {
     );
     let b = json!({"type": "string", "format": "byte"});
     check(
-        &vals(&[b.clone(), b]),
+        &val_schema(&[b.clone(), b]),
         &[
             ("self.val1 == self.val2", 314577),
             ("self.val1 == b'AB'", 3),
@@ -93,7 +81,7 @@ fn scalars() {
     );
     let d = json!({"type": "string", "format": "duration"});
     check(
-        &vals(&[d.clone(), d]),
+        &val_schema(&[d.clone(), d]),
         &[
             (&eq3("self.val1", "self.val2", "duration('1h2m3s4ms')"), 16),
             ("self.val1 == duration('1h2m') + duration('3s4ms')", 6),
@@ -103,7 +91,7 @@ fn scalars() {
     );
     let t = json!({"type": "string", "format": "date-time"});
     check(
-        &vals(&[t.clone(), t]),
+        &val_schema(&[t.clone(), t]),
         &[
             (
                 "self.val1 == timestamp('2011-08-18T00:00:00.000+01:00') + duration('19h3m37s10ms')",
@@ -134,7 +122,7 @@ fn conversions() {
         json!({"type": "string", "format": "date"}),
     );
     check(
-        &vals(&[
+        &val_schema(&[
             i,
             n.clone(),
             n.clone(),
@@ -169,7 +157,7 @@ fn conversions() {
 fn lists_sets_and_maps() {
     let il = json!({"type": "array", "items": {"type": "integer"}});
     check(
-        &vals(&[il.clone(), il]),
+        &val_schema(&[il.clone(), il]),
         &[
             (&eq3("self.val1", "self.val2", "[1, 2, 3]"), 157317),
             ("1 in self.val1", 1572865),
@@ -192,7 +180,7 @@ fn lists_sets_and_maps() {
     );
     let ss = json!({"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}});
     check(
-        &vals(&[ss.clone(), ss]),
+        &val_schema(&[ss.clone(), ss]),
         &[
             ("self.val1 == ['c', 'b', 'a']", 13),
             ("self.val1 == self.val2", 104862),
@@ -207,7 +195,7 @@ fn lists_sets_and_maps() {
     );
     let m = json!({"type": "object", "additionalProperties": {"type": "string"}});
     check(
-        &vals(&[m.clone(), m]),
+        &val_schema(&[m.clone(), m]),
         &[
             ("self.val1 == self.val2", 39326),
             ("'k1' in self.val1", 3),
@@ -356,7 +344,7 @@ fn runtime(schema: &Value, obj: &Value, cases: &[(&str, u64)]) {
 fn runtime_costs() {
     let s = json!({"type": "string"});
     runtime(
-        &vals(&[s.clone(), s]),
+        &val_schema(&[s.clone(), s]),
         &json!({"val1": "Rook takes 👑", "val2": "Rook takes 👑"}),
         &[
             (&eq3("self.val1", "self.val2", "'Rook takes 👑'"), 14),
@@ -378,7 +366,7 @@ fn runtime_costs() {
     );
     let il = json!({"type": "array", "items": {"type": "integer"}});
     runtime(
-        &vals(&[il.clone(), il]),
+        &val_schema(&[il.clone(), il]),
         &json!({"val1": [1, 2, 3], "val2": [1, 2, 3]}),
         &[
             (&eq3("self.val1", "self.val2", "[1, 2, 3]"), 11),
@@ -395,7 +383,7 @@ fn runtime_costs() {
     let si =
         json!({"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "integer"}});
     runtime(
-        &vals(&[ss.clone(), ss, si]),
+        &val_schema(&[ss.clone(), ss, si]),
         &json!({"val1": ["a", "b", "c"], "val2": ["a", "c", "b"], "val3": (0..1000).collect::<Vec<i64>>()}),
         &[
             ("self.val1 == ['c', 'b', 'a']", 3),
@@ -410,7 +398,7 @@ fn runtime_costs() {
     );
     let m = json!({"type": "object", "additionalProperties": {"type": "string"}});
     runtime(
-        &vals(&[m.clone(), m]),
+        &val_schema(&[m.clone(), m]),
         &json!({"val1": {"k1": "a", "k2": "b"}, "val2": {"k2": "b", "k1": "a"}}),
         &[
             ("self.val1 == self.val2", 5),

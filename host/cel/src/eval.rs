@@ -42,6 +42,10 @@ pub(crate) struct Program {
     pub(crate) expr: IdedExpr,
     /// Resolved overloads by call id.
     pub(crate) overloads: HashMap<u64, Vec<&'static str>>,
+    /// Type names by identifier or selection id (the checker's `type_names`).
+    pub(crate) type_names: HashMap<u64, &'static str>,
+    /// Full names of namespaced functions by call id (the checker's `namespaced`).
+    pub(crate) namespaced: HashMap<u64, &'static str>,
     /// Precompiled literal patterns by call id (`matches`, `find`, `findAll`).
     pub(crate) regexes: HashMap<u64, Regex>,
 }
@@ -104,30 +108,6 @@ pub(crate) fn run<'a>(
         depth: 0,
     };
     it.eval(&prog.expr)
-}
-
-fn type_value(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "int" => "int",
-        "uint" => "uint",
-        "double" => "double",
-        "bool" => "bool",
-        "string" => "string",
-        "bytes" => "bytes",
-        "null_type" => "null_type",
-        "list" => "list",
-        "map" => "map",
-        "type" => "type",
-        "optional_type" => "optional_type",
-        "google.protobuf.Timestamp" => "google.protobuf.Timestamp",
-        "google.protobuf.Duration" => "google.protobuf.Duration",
-        "net.IP" => "net.IP",
-        "net.CIDR" => "net.CIDR",
-        "kubernetes.Quantity" => "kubernetes.Quantity",
-        "kubernetes.URL" => "kubernetes.URL",
-        "kubernetes.NamedFormat" => "kubernetes.NamedFormat",
-        _ => return None,
-    })
 }
 
 fn str_cost(len: u64) -> u64 {
@@ -218,15 +198,13 @@ impl<'a> Interp<'a, '_> {
                     return v.clone();
                 }
                 // Type names are constants for cel-go's planner: no cost.
-                match type_value(name) {
+                match self.prog.type_names.get(&e.id) {
                     Some(t) => Ok(Val::Type(t)),
                     None => Err(EvalErr::msg(format!("no such attribute: {name}"))),
                 }
             }
             Expr::Select(sel) => {
-                if !sel.test
-                    && let Some(t) = crate::checker::qualified_name(e).and_then(|q| type_value(&q))
-                {
+                if let Some(t) = self.prog.type_names.get(&e.id) {
                     return Ok(Val::Type(t));
                 }
                 let operand = self.eval(&sel.operand)?;
@@ -470,7 +448,7 @@ impl<'a> Interp<'a, '_> {
                 self.meter.charge(1)?;
                 self.opt_select(operand, field)
             }
-            "_+_" | crate::macros2::MAP_INSERT
+            "_+_" | crate::ext_macros::MAP_INSERT
                 if call.target.is_none()
                     && matches!(call.args.first().map(|a| &a.expr), Some(Expr::Ident(n)) if n.starts_with('@')) =>
             {
@@ -494,19 +472,14 @@ impl<'a> Interp<'a, '_> {
             }
             _ => {
                 let mut vals = Vec::with_capacity(call.args.len() + 1);
+                if let Some(full) = self.prog.namespaced.get(&e.id) {
+                    for a in &call.args {
+                        vals.push(self.eval(a)?);
+                    }
+                    return self.call(e, full, false, vals);
+                }
                 let member = call.target.is_some();
                 if let Some(t) = &call.target {
-                    let namespaced = crate::checker::qualified_name(t).is_some_and(|q| {
-                        crate::decls::FUNCTIONS.contains_key(format!("{q}.{name}").as_str())
-                    });
-                    if namespaced {
-                        let q = crate::checker::qualified_name(t).unwrap_or_default();
-                        for a in &call.args {
-                            vals.push(self.eval(a)?);
-                        }
-                        let full = format!("{q}.{name}");
-                        return self.call(e, &full, false, vals);
-                    }
                     vals.push(self.eval(t)?);
                 }
                 for a in &call.args {
@@ -1146,7 +1119,7 @@ impl<'a> Interp<'a, '_> {
                     None => return Err(EvalErr::no_overload()),
                 }
             }
-            (crate::macros2::MAP_INSERT, 2 | 3) => {
+            (crate::ext_macros::MAP_INSERT, 2 | 3) => {
                 let mut args = args;
                 let (map, entries) = if arity == 3 {
                     let v = args.pop().ok_or_else(EvalErr::no_overload)?;

@@ -467,6 +467,9 @@ pub(crate) struct Url {
     pub(crate) host: String,
     pub(crate) raw_path: String,
     pub(crate) raw_query: String,
+    /// What follows `scheme:` when it does not start with `/` (`mailto:a@example.com`). No
+    /// accessor exposes it, but URLs compare equal only with equal opaque parts (kube
+    /// compares the whole URL).
     pub(crate) opaque: String,
 }
 
@@ -747,5 +750,8 @@ mod tests {
         );
         assert!(parse_request_uri("example.com").is_err());
         assert!(parse_request_uri("https:://kubernetes.io/").is_ok());
+        let url = |s: &str| parse_request_uri(s).unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(url("mailto:a@example.com"), url("mailto:b@example.com"));
+        assert_eq!(url("mailto:a@example.com"), url("mailto:a@example.com"));
     }
 }

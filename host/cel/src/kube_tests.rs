@@ -8,6 +8,7 @@ use wasmgate_apimachinery::structural::Schema;
 use crate::compile::compile;
 use crate::decl::decl_for;
 use crate::eval::{Meter, RegexCache, run};
+use crate::test_support::{eq3, val_schema};
 use crate::value::{EvalErr, Val, from_json};
 
 fn case(schema: &Value, obj: &Value, valid: &[&str], errors: &[(&str, &str)]) {
@@ -52,21 +53,15 @@ fn case(schema: &Value, obj: &Value, valid: &[&str], errors: &[(&str, &str)]) {
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
+/// The schema of `val_schema(types)` and an object with `values` as `val1`, `val2`, ….
 fn vals(types: &[Value], values: &[Value]) -> (Value, Value) {
-    let mut props = serde_json::Map::new();
-    let mut obj = serde_json::Map::new();
-    for (i, (t, v)) in types.iter().zip(values).enumerate() {
-        props.insert(format!("val{}", i + 1), t.clone());
-        obj.insert(format!("val{}", i + 1), v.clone());
-    }
-    (
-        json!({"type": "object", "properties": props}),
-        Value::Object(obj),
-    )
-}
-
-fn eq3(a: &str, b: &str, lit: &str) -> String {
-    format!("{a} == {lit} && {lit} == {a} && {a} == {b}")
+    assert_eq!(types.len(), values.len(), "one value per type");
+    let obj = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (format!("val{}", i + 1), v.clone()))
+        .collect();
+    (val_schema(types), Value::Object(obj))
 }
 
 #[test]

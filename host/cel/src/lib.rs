@@ -18,9 +18,10 @@
 //! * `decl`: the CEL view of a schema node (`SchemaDeclType`): declared fields only, names
 //!   escaped (`escape`), `apiVersion`/`kind`/`metadata.{name,generateName}` at resource roots,
 //!   worst-case sizes from `maxLength`/`maxItems`/`maxProperties`/`enum` or the 3 MiB request.
-//! * `types`, `decls`, `checker`: cel-go's type checker (assignability, type parameters,
+//! * `types`, `functions`, `checker`: cel-go's type checker (assignability, type parameters,
 //!   overload resolution, cel-go's error texts) and the function declarations.
-//! * `macros2`: the two-variable comprehensions and `optMap`/`optFlatMap` macros.
+//! * `ext_macros`: the two-variable comprehensions and `optMap`/`optFlatMap` macros, expanded
+//!   after parsing; `ast`: the subexpressions of an expression, for the tree walks.
 //! * `cost`: cel-go's static cost estimator with Kubernetes' size and call estimators.
 //! * `value`, `eval`: values read lazily from the JSON, and the metered interpreter.
 //! * `compile`: one expression from source to program, with cel-go's error display.
@@ -82,21 +83,24 @@
 //!   (not available to CRD rules), rules inside `allOf`/`anyOf`/`oneOf`/`not`.
 #![forbid(unsafe_code)]
 
+mod ast;
 mod checker;
 mod compile;
 mod cost;
 #[cfg(test)]
 mod cost_tests;
 mod decl;
-mod decls;
 mod escape;
 mod eval;
+mod ext_macros;
 mod fieldpath;
+mod functions;
 mod k8slib;
 #[cfg(test)]
 mod kube_tests;
-mod macros2;
 mod rules;
+#[cfg(test)]
+mod test_support;
 mod timeutil;
 mod types;
 mod value;

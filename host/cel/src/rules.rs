@@ -16,7 +16,7 @@ use crate::decl::{Decl, MAX_REQUEST_SIZE_BYTES, decl_for};
 use crate::eval::{Meter, Program, RegexCache, run};
 use crate::fieldpath::valid_field_path;
 use crate::types::Ty;
-use crate::value::{EvalErr, Val, from_json, json_semantic_eq};
+use crate::value::{self, EvalErr, Val, from_json, json_semantic_eq};
 use crate::{
     MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES, PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET,
     STATIC_ESTIMATED_COST_LIMIT, STATIC_ESTIMATED_CRD_COST_LIMIT,
@@ -341,11 +341,19 @@ impl Compiler {
         }
 
         let specs: Vec<Spec> = node.validations().iter().map(Spec::parse).collect();
+        // Each rule's normalized `fieldPath`, `None` when empty or invalid.
+        let mut field_paths = Vec::with_capacity(specs.len());
         for (i, spec) in specs.iter().enumerate() {
-            if spec.field_path.trim().is_empty() || spec.field_path.contains(['\n', '\r']) {
+            if spec.field_path.is_empty() {
+                field_paths.push(None);
                 continue;
             }
-            if valid_field_path(&spec.field_path, node).is_err() {
+            let valid = valid_field_path(&spec.field_path, node);
+            // Blank paths and paths with line breaks have their own errors (structural schema
+            // validation).
+            let reported =
+                spec.field_path.trim().is_empty() || spec.field_path.contains(['\n', '\r']);
+            if !reported && valid.is_err() {
                 self.schema_errs.push(FieldError::invalid(
                     format!("{spath}.x-kubernetes-validations[{i}].fieldPath"),
                     spec.field_path.clone(),
@@ -353,6 +361,7 @@ impl Compiler {
                 ));
                 schema_err = true;
             }
+            field_paths.push(valid.ok());
         }
         let mut rules = Vec::new();
         let mut decl = None;
@@ -364,10 +373,9 @@ impl Compiler {
                     "internal error: failed to construct type information for x-kubernetes-validations rules: unable to convert structural schema to CEL declarations",
                 )),
                 Some(d) => {
-                    for (i, spec) in specs.iter().enumerate() {
-                        if let Some(rule) = self.rule(node, d, spec, &format!("{spath}.x-kubernetes-validations[{i}]"), card, forbid_old_self) {
-                            rules.push(rule);
-                        }
+                    for (i, (spec, field_path)) in specs.iter().zip(field_paths).enumerate() {
+                        let rpath = format!("{spath}.x-kubernetes-validations[{i}]");
+                        rules.extend(self.rule(d, spec, field_path, &rpath, card, forbid_old_self));
                     }
                 }
             }
@@ -393,11 +401,12 @@ impl Compiler {
         )
     }
 
+    /// Compiles one rule; `field_path` is its normalized `fieldPath`.
     fn rule(
         &mut self,
-        node: Node<'_>,
         decl: &Arc<Decl>,
         spec: &Spec,
+        field_path: Option<String>,
         rpath: &str,
         card: Option<u64>,
         forbid_old_self: Option<&str>,
@@ -510,11 +519,6 @@ impl Compiler {
             Some(_) => Some(Reason::Invalid),
             None => None,
         };
-        let field_path = if spec.field_path.is_empty() {
-            None
-        } else {
-            valid_field_path(&spec.field_path, node).ok()
-        };
         Some(Rule {
             rule: spec.rule.clone(),
             message: spec.message.clone(),
@@ -591,16 +595,9 @@ fn shown(path: &str) -> String {
     }
 }
 
+/// The key of an item of a `map` list; `None` when the item is not an object.
 fn map_list_key(item: &Json, keys: &[String]) -> Option<String> {
-    let obj = item.as_object()?;
-    let parts: Vec<String> = keys
-        .iter()
-        .map(|k| {
-            obj.get(k)
-                .map_or_else(|| "null".to_owned(), Json::to_string)
-        })
-        .collect();
-    Some(parts.join("\u{0}"))
+    item.as_object().map(|obj| value::map_list_key(obj, keys))
 }
 
 impl Rules {
@@ -943,12 +940,12 @@ fn bind<'a>(
     Ok(vars)
 }
 
-/// `ruleErrorString`.
-fn rule_error_string(rule: &Rule) -> String {
+/// `ruleErrorString`: how evaluation errors name the rule.
+fn rule_error_string(rule: &Rule) -> &str {
     if rule.message.is_empty() {
-        rule.rule.trim().to_owned()
+        rule.rule.trim()
     } else {
-        rule.message.trim().to_owned()
+        rule.message.trim()
     }
 }
 

@@ -3,6 +3,7 @@
 //! expression builds are reference-counted.
 
 use std::cmp::Ordering;
+use std::fmt::Write as _;
 use std::rc::Rc;
 
 use base64::Engine as _;
@@ -330,15 +331,26 @@ pub(crate) fn from_json<'a>(v: &'a Json, decl: &'a Decl) -> Res<Val<'a>> {
 /// A key identifying a scalar (set items) or a map-list item (its key fields).
 pub(crate) fn item_key(v: &Val<'_>, sem: Sem<'_>) -> Res<String> {
     match (sem, v) {
-        (Sem::Map(keys), Val::Obj(m, _)) => {
-            let parts: Vec<String> = keys
-                .iter()
-                .map(|k| m.get(k).map_or_else(|| "null".to_owned(), Json::to_string))
-                .collect();
-            Ok(parts.join("\u{0}"))
-        }
+        (Sem::Map(keys), Val::Obj(m, _)) => Ok(map_list_key(m, keys)),
         (_, v) => scalar_key(v),
     }
+}
+
+/// The key of an item of a `map` list: the JSON of its `x-kubernetes-list-map-keys` fields
+/// (`null` when absent), separated by NUL characters.
+pub(crate) fn map_list_key(item: &Map<String, Json>, keys: &[String]) -> String {
+    let mut out = String::new();
+    for (i, k) in keys.iter().enumerate() {
+        if i > 0 {
+            out.push('\u{0}');
+        }
+        match item.get(k) {
+            // Writing to a `String` does not fail.
+            Some(v) => _ = write!(out, "{v}"),
+            None => out.push_str("null"),
+        }
+    }
+    out
 }
 
 fn scalar_key(v: &Val<'_>) -> Res<String> {
@@ -352,7 +364,10 @@ fn scalar_key(v: &Val<'_>) -> Res<String> {
         Val::Bytes(b) => format!("b{b:?}"),
         Val::Ts(t) => format!("t{}.{}", t.secs, t.nanos),
         Val::Dur(d) => format!("D{d}"),
-        Val::Obj(m, _) => format!("o{}", Json::Object((*m).clone())),
+        Val::Obj(m, _) => {
+            let json = serde_json::to_string(m).map_err(|e| EvalErr::msg(e.to_string()))?;
+            format!("o{json}")
+        }
         _ => return Err(EvalErr::no_overload()),
     })
 }

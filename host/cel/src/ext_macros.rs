@@ -1,13 +1,15 @@
-//! The two-variable comprehension macros of cel-go's `ext.TwoVarComprehensions` (enabled in
+//! The extension macros, which cel-rust's parser does not expand, rewritten after parsing: the
+//! two-variable comprehensions of cel-go's `ext.TwoVarComprehensions` (enabled in
 //! kube-apiserver 1.32): `all(i, v, p)`, `exists(i, v, p)`, `existsOne`/`exists_one(i, v, p)`,
 //! `transformList(i, v, [filter,] e)`, `transformMap(k, v, [filter,] e)` and
-//! `transformMapEntry(k, v, [filter,] {k2: v2})`. cel-rust's parser expands only the
-//! standard macros, so these calls are rewritten after parsing.
+//! `transformMapEntry(k, v, [filter,] {k2: v2})`; and the optional library's `optMap` and
+//! `optFlatMap`.
 
 use cel::common::ast::{
-    CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr,
-    SourceInfo,
+    CallExpr, ComprehensionExpr, Expr, IdedExpr, ListExpr, LiteralValue, MapExpr, SourceInfo,
 };
+
+use crate::ast::{children, children_mut, entries, entries_mut};
 
 const ACCU: &str = "@result";
 /// The map insertion helper of `transformMap`/`transformMapEntry`.
@@ -39,41 +41,10 @@ fn max_id(e: &IdedExpr, max: &mut u64) {
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
         *max = (*max).max(e.id);
-        match &e.expr {
-            Expr::Call(c) => {
-                stack.extend(c.target.as_deref());
-                stack.extend(c.args.iter());
-            }
-            Expr::Select(s) => stack.push(&s.operand),
-            Expr::List(l) => stack.extend(l.elements.iter()),
-            Expr::Map(m) => {
-                for en in &m.entries {
-                    *max = (*max).max(en.id);
-                    if let EntryExpr::MapEntry(me) = &en.expr {
-                        stack.push(&me.key);
-                        stack.push(&me.value);
-                    }
-                }
-            }
-            Expr::Struct(s) => {
-                for en in &s.entries {
-                    *max = (*max).max(en.id);
-                    if let EntryExpr::StructField(f) = &en.expr {
-                        stack.push(&f.value);
-                    }
-                }
-            }
-            Expr::Comprehension(c) => {
-                stack.extend([
-                    &c.iter_range,
-                    &c.accu_init,
-                    &c.loop_cond,
-                    &c.loop_step,
-                    &c.result,
-                ]);
-            }
-            _ => {}
+        for en in entries(e) {
+            *max = (*max).max(en.id);
         }
+        children(e, &mut stack);
     }
 }
 
@@ -86,59 +57,20 @@ impl Rewriter<'_> {
             self.error = Some((e.id, crate::checker::RECURSION_ERROR.to_owned()));
             return;
         }
-        match &mut e.expr {
-            Expr::Call(c) => {
-                if let Some(t) = c.target.as_deref_mut() {
-                    self.walk(t, depth + 1);
-                }
-                for a in &mut c.args {
-                    self.walk(a, depth + 1);
-                }
-            }
-            Expr::Select(s) => self.walk(&mut s.operand, depth + 1),
-            Expr::List(l) => {
-                for el in &mut l.elements {
-                    self.walk(el, depth + 1);
-                }
-            }
-            Expr::Map(m) => {
-                for en in &mut m.entries {
-                    if let EntryExpr::MapEntry(me) = &mut en.expr {
-                        self.walk(&mut me.key, depth + 1);
-                        self.walk(&mut me.value, depth + 1);
-                    }
-                }
-            }
-            Expr::Struct(s) => {
-                for en in &mut s.entries {
-                    if let EntryExpr::StructField(f) = &mut en.expr {
-                        self.walk(&mut f.value, depth + 1);
-                    }
-                }
-            }
-            Expr::Comprehension(c) => {
-                for part in [
-                    &mut c.iter_range,
-                    &mut c.accu_init,
-                    &mut c.loop_cond,
-                    &mut c.loop_step,
-                    &mut c.result,
-                ] {
-                    self.walk(part, depth + 1);
-                }
-            }
-            _ => {}
+        let mut kids = Vec::new();
+        children_mut(e, &mut kids);
+        for kid in kids {
+            self.walk(kid, depth + 1);
         }
         self.rewrite(e);
     }
 
+    /// A new expression at the source position of `at`.
     fn node(&mut self, at: u64, expr: Expr) -> IdedExpr {
-        let id = self.next_id;
-        self.next_id += 1;
-        if let Some((start, stop)) = self.info.offset_for(at) {
-            self.info.add_offset(id, start, stop);
+        IdedExpr {
+            id: self.fresh_id(at),
+            expr,
         }
-        IdedExpr { id, expr }
     }
 
     fn call(&mut self, at: u64, name: &str, args: Vec<IdedExpr>) -> IdedExpr {
@@ -160,46 +92,28 @@ impl Rewriter<'_> {
         self.node(at, Expr::Literal(v))
     }
 
-    /// A copy of `e` with fresh ids.
+    /// A copy of `e` with fresh ids (of expressions and of map and struct entries).
     fn copy(&mut self, e: &IdedExpr) -> IdedExpr {
         let mut c = e.clone();
         let mut stack = vec![&mut c];
         while let Some(n) = stack.pop() {
-            let old = n.id;
-            n.id = self.next_id;
-            self.next_id += 1;
-            if let Some((start, stop)) = self.info.offset_for(old) {
-                self.info.add_offset(n.id, start, stop);
+            n.id = self.fresh_id(n.id);
+            for en in entries_mut(n) {
+                en.id = self.fresh_id(en.id);
             }
-            match &mut n.expr {
-                Expr::Call(c) => {
-                    if let Some(t) = c.target.as_deref_mut() {
-                        stack.push(t);
-                    }
-                    stack.extend(c.args.iter_mut());
-                }
-                Expr::Select(s) => stack.push(&mut s.operand),
-                Expr::List(l) => stack.extend(l.elements.iter_mut()),
-                Expr::Map(m) => {
-                    for en in &mut m.entries {
-                        if let EntryExpr::MapEntry(me) = &mut en.expr {
-                            stack.push(&mut me.key);
-                            stack.push(&mut me.value);
-                        }
-                    }
-                }
-                Expr::Comprehension(c) => {
-                    let c = &mut **c;
-                    stack.push(&mut c.iter_range);
-                    stack.push(&mut c.accu_init);
-                    stack.push(&mut c.loop_cond);
-                    stack.push(&mut c.loop_step);
-                    stack.push(&mut c.result);
-                }
-                _ => {}
-            }
+            children_mut(n, &mut stack);
         }
         c
+    }
+
+    /// A new id, at the source position of the expression or entry `at`.
+    fn fresh_id(&mut self, at: u64) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        if let Some((start, stop)) = self.info.offset_for(at) {
+            self.info.add_offset(id, start, stop);
+        }
+        id
     }
 
     /// `opt.optMap(v, e)`: `opt.hasValue() ? optional.of(<e with v bound to opt.value()>) :
@@ -387,5 +301,47 @@ impl Rewriter<'_> {
             loop_step: step,
             result,
         }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cel::common::ast::IdedExpr;
+
+    use crate::ast::{children, entries};
+
+    /// Every expression and entry id in `e`.
+    fn ids(e: &IdedExpr) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut stack = vec![e];
+        while let Some(e) = stack.pop() {
+            out.push(e.id);
+            out.extend(entries(e).iter().map(|en| en.id));
+            children(e, &mut stack);
+        }
+        out
+    }
+
+    /// `optMap` copies its target: map and struct literals in the copy, their entries and
+    /// struct field values included, get ids of their own.
+    #[test]
+    fn expanded_ids_are_unique() {
+        for source in [
+            "{'a': {'b': [1]}}.optMap(v, v)",
+            "Foo{a: Bar{b: 1}}.optMap(v, v)",
+            "optional.of({'a': 1}).optFlatMap(v, optional.of({'b': v}))",
+            "[{'k': 1}].transformList(i, v, {'x': v}.optMap(m, m))",
+        ] {
+            let (mut expr, mut info) = cel::parser::Parser::new()
+                .enable_optional_syntax(true)
+                .parse_with_source_info(source)
+                .unwrap_or_else(|e| panic!("{source}: {e:?}"));
+            super::expand(&mut expr, &mut info).unwrap_or_else(|e| panic!("{source}: {e:?}"));
+            let mut all = ids(&expr);
+            let n = all.len();
+            all.sort_unstable();
+            all.dedup();
+            assert_eq!(all.len(), n, "{source}: duplicate ids");
+        }
     }
 }

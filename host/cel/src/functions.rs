@@ -380,29 +380,40 @@ fn parse_ty(s: &str) -> Option<Ty> {
     })
 }
 
-/// Identifiers that name types (`type(x) == string`).
-pub(crate) fn type_ident(name: &str) -> Option<Ty> {
-    Some(match name {
-        "int" => Ty::Int,
-        "uint" => Ty::Uint,
-        "double" => Ty::Double,
-        "bool" => Ty::Bool,
-        "string" => Ty::String,
-        "bytes" => Ty::Bytes,
-        "null_type" => Ty::Null,
-        "list" => Ty::List(Box::new(Ty::Dyn)),
-        "map" => Ty::Map(Box::new(Ty::Dyn), Box::new(Ty::Dyn)),
-        "type" => Ty::Type(None),
-        "google.protobuf.Timestamp" => Ty::Timestamp,
-        "google.protobuf.Duration" => Ty::Duration,
-        "optional_type" => Ty::Optional(Box::new(Ty::Dyn)),
-        "net.IP" => Ty::Named("net.IP"),
-        "net.CIDR" => Ty::Named("net.CIDR"),
-        "kubernetes.Quantity" => Ty::Named("kubernetes.Quantity"),
-        "kubernetes.URL" => Ty::Named("kubernetes.URL"),
-        "kubernetes.NamedFormat" => Ty::Named("kubernetes.NamedFormat"),
-        _ => return None,
-    })
+/// Identifiers that name types (`type(x) == string`, `net.IP`): the name, which is also the
+/// runtime value of the type (what `type()` returns), and the type it names.
+static TYPE_IDENTS: LazyLock<Vec<(&str, Ty)>> = LazyLock::new(|| {
+    vec![
+        ("int", Ty::Int),
+        ("uint", Ty::Uint),
+        ("double", Ty::Double),
+        ("bool", Ty::Bool),
+        ("string", Ty::String),
+        ("bytes", Ty::Bytes),
+        ("null_type", Ty::Null),
+        ("list", Ty::List(Box::new(Ty::Dyn))),
+        ("map", Ty::Map(Box::new(Ty::Dyn), Box::new(Ty::Dyn))),
+        ("type", Ty::Type(None)),
+        ("google.protobuf.Timestamp", Ty::Timestamp),
+        ("google.protobuf.Duration", Ty::Duration),
+        ("optional_type", Ty::Optional(Box::new(Ty::Dyn))),
+        ("net.IP", Ty::Named("net.IP")),
+        ("net.CIDR", Ty::Named("net.CIDR")),
+        ("kubernetes.Quantity", Ty::Named("kubernetes.Quantity")),
+        ("kubernetes.URL", Ty::Named("kubernetes.URL")),
+        (
+            "kubernetes.NamedFormat",
+            Ty::Named("kubernetes.NamedFormat"),
+        ),
+    ]
+});
+
+/// The type an identifier or qualified name names, with the name as a static string.
+pub(crate) fn type_ident(name: &str) -> Option<(&'static str, Ty)> {
+    TYPE_IDENTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(n, ty)| (*n, ty.clone()))
 }
 
 #[cfg(test)]
