@@ -28,7 +28,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use base64::Engine as _;
 use tempfile::TempDir;
 
 /// How long a gateway gets to print its ready line.
@@ -64,8 +63,6 @@ pub struct GatewayBuilder {
     bin: PathBuf,
     storage: Storage,
     data_dir: Option<PathBuf>,
-    args: Vec<String>,
-    ready_timeout: Duration,
 }
 
 impl GatewayBuilder {
@@ -78,18 +75,6 @@ impl GatewayBuilder {
     /// Use this data directory instead of a fresh temporary one (restart tests).
     pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.data_dir = Some(dir.into());
-        self
-    }
-
-    /// Extra `wasmgate serve` arguments.
-    pub fn arg(mut self, arg: impl Into<String>) -> Self {
-        self.args.push(arg.into());
-        self
-    }
-
-    /// How long to wait for the ready line (default [`READY_TIMEOUT`]).
-    pub fn ready_timeout(mut self, timeout: Duration) -> Self {
-        self.ready_timeout = timeout;
         self
     }
 
@@ -127,17 +112,21 @@ impl GatewayBuilder {
         for _attempt in 0..5 {
             match self.spawn_once(&bin, &data_dir, &stderr_log) {
                 Ok((child, addr, kubeconfig)) => {
-                    let mut gw = Gateway {
+                    let gw = Gateway {
                         child: Some(child),
                         addr,
+                        client_files: ClientFiles::in_data_dir(&data_dir),
                         data_dir,
                         kubeconfig,
                         work,
                         _owned_data: owned_data,
                         stderr_log,
-                        client_files: None,
                     };
-                    gw.client_files = Some(gw.write_client_files()?);
+                    let f = &gw.client_files;
+                    for file in [&f.ca, &f.cert, &f.key] {
+                        // An early return drops `gw`, which kills the process.
+                        anyhow::ensure!(file.is_file(), "ready, but {} is missing", file.display());
+                    }
                     return Ok(gw);
                 }
                 Err(SpawnError::AddressInUse(e)) => last_error = Some(e),
@@ -168,7 +157,6 @@ impl GatewayBuilder {
             .arg("--data-dir")
             .arg(data_dir)
             .args(["--listen", &listen, "--storage", storage])
-            .args(&self.args)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -189,7 +177,7 @@ impl GatewayBuilder {
                 let _ = tx.send(line);
             }
         });
-        let deadline = Instant::now() + self.ready_timeout;
+        let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
@@ -225,8 +213,7 @@ impl GatewayBuilder {
                     let _ = child.kill();
                     let _ = child.wait();
                     return Err(SpawnError::Other(anyhow::anyhow!(
-                        "no ready line within {:?}; stderr:\n{}",
-                        self.ready_timeout,
+                        "no ready line within {READY_TIMEOUT:?}; stderr:\n{}",
                         tail(stderr_log, 40)
                     )));
                 }
@@ -274,12 +261,24 @@ fn tail(path: &Path, n: usize) -> String {
     }
 }
 
-/// Files for `curl --cacert/--cert/--key`, taken from the kubeconfig.
+/// Files for `curl --cacert/--cert/--key`: the PEM files the server keeps in
+/// `DATA_DIR/pki/` (the same ones its kubeconfig embeds).
 #[derive(Debug, Clone)]
 struct ClientFiles {
     ca: PathBuf,
     cert: PathBuf,
     key: PathBuf,
+}
+
+impl ClientFiles {
+    fn in_data_dir(data_dir: &Path) -> ClientFiles {
+        let pki = data_dir.join("pki");
+        ClientFiles {
+            ca: pki.join("ca.crt"),
+            cert: pki.join("admin.crt"),
+            key: pki.join("admin.key"),
+        }
+    }
 }
 
 /// A running `wasmgate serve` process. Dropping it kills the process; if the thread is
@@ -293,7 +292,7 @@ pub struct Gateway {
     work: TempDir,
     _owned_data: Option<TempDir>,
     stderr_log: PathBuf,
-    client_files: Option<ClientFiles>,
+    client_files: ClientFiles,
 }
 
 impl Gateway {
@@ -303,14 +302,7 @@ impl Gateway {
             bin: bin.into(),
             storage: Storage::Memory,
             data_dir: None,
-            args: Vec::new(),
-            ready_timeout: READY_TIMEOUT,
         }
-    }
-
-    /// `127.0.0.1:PORT`.
-    pub fn addr(&self) -> &str {
-        &self.addr
     }
 
     /// `https://127.0.0.1:PORT`.
@@ -321,21 +313,6 @@ impl Gateway {
     /// The admin kubeconfig the server wrote.
     pub fn kubeconfig(&self) -> &Path {
         &self.kubeconfig
-    }
-
-    /// The data directory.
-    pub fn data_dir(&self) -> &Path {
-        &self.data_dir
-    }
-
-    /// A scratch directory that lives as long as the gateway (manifests, scripts).
-    pub fn work_dir(&self) -> &Path {
-        self.work.path()
-    }
-
-    /// The process id, while it runs.
-    pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
     }
 
     /// The last `n` lines the server wrote to stderr.
@@ -424,8 +401,8 @@ impl Gateway {
     }
 
     /// The cluster CA certificate (PEM file), for clients without a client certificate.
-    pub fn ca_file(&self) -> Option<&Path> {
-        self.client_files.as_ref().map(|f| f.ca.as_path())
+    pub fn ca_file(&self) -> &Path {
+        &self.client_files.ca
     }
 
     /// See [`HttpClient::request`].
@@ -485,38 +462,6 @@ impl Gateway {
             let _ = child.wait();
         }
     }
-
-    fn write_client_files(&self) -> anyhow::Result<ClientFiles> {
-        let text = std::fs::read_to_string(&self.kubeconfig)
-            .with_context(|| format!("reading {}", self.kubeconfig.display()))?;
-        let doc: serde_json::Value =
-            serde_saphyr::from_str(&text).context("parsing the kubeconfig")?;
-        let field = |v: &serde_json::Value, what: &str| -> anyhow::Result<Vec<u8>> {
-            let s = v
-                .as_str()
-                .with_context(|| format!("kubeconfig has no {what}"))?;
-            base64::engine::general_purpose::STANDARD
-                .decode(s)
-                .with_context(|| format!("kubeconfig {what} is not base64"))
-        };
-        let files = ClientFiles {
-            ca: self.work.path().join("ca.crt"),
-            cert: self.work.path().join("client.crt"),
-            key: self.work.path().join("client.key"),
-        };
-        let cluster = &doc["clusters"][0]["cluster"];
-        let user = &doc["users"][0]["user"];
-        std::fs::write(
-            &files.ca,
-            field(&cluster["certificate-authority-data"], "CA")?,
-        )?;
-        std::fs::write(
-            &files.cert,
-            field(&user["client-certificate-data"], "client certificate")?,
-        )?;
-        std::fs::write(&files.key, field(&user["client-key-data"], "client key")?)?;
-        Ok(files)
-    }
 }
 
 impl Drop for Gateway {
@@ -564,23 +509,21 @@ impl Reply {
 #[derive(Debug, Clone)]
 pub struct HttpClient {
     base_url: String,
-    files: Option<ClientFiles>,
+    files: ClientFiles,
 }
 
 impl HttpClient {
     /// A curl command with the client certificate and the CA, silent except for errors.
     pub fn curl_command(&self) -> Command {
         let mut c = Command::new(CURL);
-        c.args(["-sS", "--http1.1"]);
-        if let Some(f) = &self.files {
-            c.arg("--cacert")
-                .arg(&f.ca)
-                .arg("--cert")
-                .arg(&f.cert)
-                .arg("--key")
-                .arg(&f.key);
-        }
-        c.stdin(Stdio::null());
+        c.args(["-sS", "--http1.1"])
+            .arg("--cacert")
+            .arg(&self.files.ca)
+            .arg("--cert")
+            .arg(&self.files.cert)
+            .arg("--key")
+            .arg(&self.files.key)
+            .stdin(Stdio::null());
         c
     }
 
@@ -891,18 +834,6 @@ pub fn assert_ok(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Panics if the command exited 0; returns its stderr.
-pub fn assert_fails(out: &Output) -> String {
-    if out.status.success() {
-        panic!(
-            "command succeeded but should have failed\nstdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 /// Panics unless `haystack` contains every needle.
 #[track_caller]
 pub fn assert_contains(haystack: &str, needles: &[&str]) {
@@ -937,9 +868,9 @@ pub fn table(stdout: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// `examples/manifests/` of the workspace.
+/// `examples/` of the workspace.
 pub fn examples_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/manifests")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
 }
 
 #[cfg(test)]

@@ -1,17 +1,11 @@
 //! CustomResourceDefinitions with kubectl 1.32 against the real binary (issue 3's quick
 //! start, line by line). Item ids refer to /work/shared/SEED-CHECKLIST.md sections 22–25.
 
-use std::path::PathBuf;
-use std::time::Duration;
+use wasmgate_e2e::{Gateway, Storage, assert_contains, examples_dir, gateway_builder};
 
-use wasmgate_e2e::{Gateway, Storage, assert_contains, gateway_builder, poll};
-
+/// `examples/<sub>`, as a kubectl argument.
 fn examples(sub: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples")
-        .join(sub)
-        .to_string_lossy()
-        .into_owned()
+    examples_dir().join(sub).to_string_lossy().into_owned()
 }
 
 fn start() -> Gateway {
@@ -183,7 +177,8 @@ fn crd_quick_start() {
     );
 }
 
-/// A restart keeps every CRD and its objects, served from the first request.
+/// A restart keeps every CRD and its objects, served from the first request: the server
+/// loads its stored CRDs before it prints the ready line.
 #[test]
 fn crds_survive_restart() {
     let dir = tempfile::tempdir().unwrap();
@@ -199,11 +194,6 @@ fn crds_survive_restart() {
         .storage(Storage::Embedded)
         .data_dir(dir.path())
         .start();
-    let got = poll("widget w1 after restart", Duration::from_secs(30), || {
-        let out = gw.kubectl(&["get", "widget", "w1", "-o", "jsonpath={.spec.color}"]);
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-    });
+    let got = gw.kubectl_ok(&["get", "widget", "w1", "-o", "jsonpath={.spec.color}"]);
     assert_eq!(got, "blue");
 }

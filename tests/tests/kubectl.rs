@@ -99,7 +99,7 @@ fn readme_quick_start() {
     );
 
     // kubectl -n demo apply -f examples/manifests/ (client-side apply: GET, 404, POST).
-    let manifests = examples_dir();
+    let manifests = examples_dir().join("manifests");
     let manifests = manifests.to_str().unwrap();
     let first = gw.kubectl_ok(&["-n", "demo", "apply", "-f", manifests]);
     assert_eq!(
@@ -1139,7 +1139,7 @@ fn unauthenticated_and_health() {
     let gw = start();
     let mut c = std::process::Command::new(wasmgate_e2e::CURL);
     c.args(["-sS", "--cacert"])
-        .arg(gw.ca_file().unwrap())
+        .arg(gw.ca_file())
         .args(["-w", "\n%{http_code}"])
         .arg(format!("{}/api/v1/namespaces", gw.base_url()));
     let out = String::from_utf8(assert_ok(&run(c)).into_bytes()).unwrap();

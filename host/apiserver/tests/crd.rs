@@ -7,7 +7,7 @@ use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
 mod common;
-use common::{Server, rv};
+use common::{Server, item_names, rv};
 
 const WIDGETS: &str = include_str!("../../../examples/crds/widgets.yaml");
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -610,11 +610,11 @@ async fn del_08_deleting_a_crd_deletes_its_objects() {
         .expect(200)
         .json();
     assert!(r["metadata"]["deletionTimestamp"].is_string());
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while s.get(&format!("{CRDS}/widgets.example.com")).await.status != StatusCode::NOT_FOUND {
-        assert!(tokio::time::Instant::now() < deadline, "CRD not removed");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    s.wait_gone(
+        &format!("{CRDS}/widgets.example.com"),
+        std::time::Duration::from_secs(10),
+    )
+    .await;
     s.get(W).await.expect(404);
     assert!(
         s.api
@@ -648,18 +648,8 @@ async fn crd_restart_keeps_every_crd() {
             .expect(201);
         s.api.begin_shutdown();
     }
-    let mut s = None;
-    for _ in 0..100 {
-        match wasmgate_storage_embedded::EmbeddedEngine::open_path(&path) {
-            Ok(e) => {
-                drop(e);
-                s = Some(Server::on_disk(&path).await);
-                break;
-            }
-            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
-        }
-    }
-    let s = s.unwrap();
+    // Reopening waits for the first server's tasks to let go of the file.
+    let s = Server::on_disk(&path).await;
     assert_eq!(
         s.get(&format!("{W}/kept")).await.expect(200).json()["spec"]["color"],
         "blue"
@@ -699,12 +689,7 @@ async fn chunk_10000_custom_resources_list_in_chunks() {
         pages += 1;
         let rv = page["metadata"]["resourceVersion"].clone();
         assert_eq!(snapshot.get_or_insert(rv.clone()), &rv, "CHUNK-02");
-        let items = page["items"].as_array().unwrap();
-        names.extend(
-            items
-                .iter()
-                .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned()),
-        );
+        names.extend(item_names(&page));
         match page["metadata"]["continue"].as_str() {
             Some(t) if !t.is_empty() => {
                 assert_eq!(
@@ -879,11 +864,11 @@ async fn del_08_a_create_in_flight_when_its_crd_goes_is_not_stored() {
     )
     .await
     .expect(200);
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while s.get(&format!("{CRDS}/widgets.example.com")).await.status != StatusCode::NOT_FOUND {
-        assert!(tokio::time::Instant::now() < deadline, "CRD not removed");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    s.wait_gone(
+        &format!("{CRDS}/widgets.example.com"),
+        std::time::Duration::from_secs(10),
+    )
+    .await;
     let body = json!({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"late"},"spec":{"color":"red"}});
     tx.send(bytes::Bytes::from(body.to_string())).unwrap();
     let status = pending.await.unwrap();
@@ -981,11 +966,6 @@ async fn del_05_deletecollection_of_custom_resources() {
         .expect(200)
         .json();
     assert_eq!(r["items"].as_array().unwrap().len(), 2);
-    let left: Vec<String> = s.get(W).await.json()["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
-        .collect();
+    let left = item_names(&s.get(W).await.json());
     assert_eq!(left, vec!["c"]);
 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use wasmgate_apiserver::Options;
 
 mod common;
-use common::{Server, WatchReader, admin, rv};
+use common::{Server, WatchReader, admin, item_names, rv, type_and_name};
 
 #[tokio::test]
 async fn gap_01_version_and_discovery() {
@@ -474,12 +474,10 @@ async fn dry_01_to_03_dry_run_writes_nothing() {
     .await
     .expect(415);
     let r = s
-        .raw(
-            Method::PATCH,
+        .patch(
             "/api/v1/namespaces/demo/configmaps/e?dryRun=All",
-            &[("content-type", "application/merge-patch+json")],
+            "application/merge-patch+json",
             r#"{"data":{"k":"changed"}}"#,
-            Some(admin()),
         )
         .await
         .expect(200);
@@ -511,44 +509,37 @@ async fn patch_01_to_04_patch_types() {
     let s = Server::new().await;
     s.create_ns("demo").await;
     let cm = s.create_cm("demo", "p", json!({"a":"1"})).await;
-    let patch = |ct: &'static str, body: String| {
-        let s = &s;
-        async move {
-            s.raw(
-                Method::PATCH,
-                "/api/v1/namespaces/demo/configmaps/p",
-                &[("content-type", ct)],
-                body,
-                Some(admin()),
-            )
-            .await
-        }
-    };
-    let r = patch(
-        "application/json-patch+json",
-        r#"[{"op":"test","path":"/data/k","value":"v"},{"op":"add","path":"/data/j","value":"1"}]"#
-            .into(),
-    )
-    .await
-    .expect(200);
+    const P: &str = "/api/v1/namespaces/demo/configmaps/p";
+    let r = s
+        .patch(
+            P,
+            "application/json-patch+json",
+            r#"[{"op":"test","path":"/data/k","value":"v"},{"op":"add","path":"/data/j","value":"1"}]"#,
+        )
+        .await
+        .expect(200);
     assert_eq!(r.json()["data"]["j"], "1");
-    let r = patch("application/json-patch+json", r#"[{"op":"test","path":"/data/k","value":"nope"},{"op":"add","path":"/data/z","value":"1"}]"#.into()).await.expect(422);
+    let r = s.patch(P, "application/json-patch+json", r#"[{"op":"test","path":"/data/k","value":"nope"},{"op":"add","path":"/data/z","value":"1"}]"#).await.expect(422);
     assert_eq!(r.reason(), "Invalid");
-    let r = patch(
-        "application/merge-patch+json",
-        r#"{"metadata":{"labels":{"a":null,"b":"2"}}}"#.into(),
-    )
-    .await
-    .expect(200)
-    .json();
+    let r = s
+        .patch(
+            P,
+            "application/merge-patch+json",
+            r#"{"metadata":{"labels":{"a":null,"b":"2"}}}"#,
+        )
+        .await
+        .expect(200)
+        .json();
     assert_eq!(r["metadata"]["labels"], json!({"b":"2"}));
-    let r = patch(
-        "application/strategic-merge-patch+json",
-        r#"{"data":{"k":null,"s":"1"},"metadata":{"finalizers":["x.io/f"]}}"#.into(),
-    )
-    .await
-    .expect(200)
-    .json();
+    let r = s
+        .patch(
+            P,
+            "application/strategic-merge-patch+json",
+            r#"{"data":{"k":null,"s":"1"},"metadata":{"finalizers":["x.io/f"]}}"#,
+        )
+        .await
+        .expect(200)
+        .json();
     assert_eq!(r["data"], json!({"j":"1","s":"1"}));
     assert_eq!(r["metadata"]["finalizers"], json!(["x.io/f"]));
     // A patch carrying a stale resourceVersion is a precondition (409).
@@ -557,7 +548,7 @@ async fn patch_01_to_04_patch_types() {
         rv(&cm)
     );
     assert_eq!(
-        patch("application/merge-patch+json", stale)
+        s.patch(P, "application/merge-patch+json", &stale)
             .await
             .expect(409)
             .reason(),
@@ -565,19 +556,17 @@ async fn patch_01_to_04_patch_types() {
     );
     // A no-op patch does not bump the resourceVersion.
     let cur = s.get("/api/v1/namespaces/demo/configmaps/p").await.json();
-    let r = patch(
-        "application/merge-patch+json",
-        r#"{"data":{"s":"1"}}"#.into(),
-    )
-    .await
-    .expect(200)
-    .json();
+    let r = s
+        .patch(P, "application/merge-patch+json", r#"{"data":{"s":"1"}}"#)
+        .await
+        .expect(200)
+        .json();
     assert_eq!(rv(&r), rv(&cur));
-    patch("application/apply-patch+yaml", "{}".into())
+    s.patch(P, "application/apply-patch+yaml", "{}")
         .await
         .expect(415);
-    patch("application/json", "{}".into()).await.expect(415);
-    patch("application/merge-patch+json", "[1]".into())
+    s.patch(P, "application/json", "{}").await.expect(415);
+    s.patch(P, "application/merge-patch+json", "[1]")
         .await
         .expect(400);
     assert_eq!(
@@ -590,16 +579,13 @@ async fn patch_01_to_04_patch_types() {
         .status,
         415
     );
-    patch(
-        "application/merge-patch+json",
-        r#"{"data":{"bad":1}}"#.into(),
-    )
-    .await
-    .expect(400);
+    s.patch(P, "application/merge-patch+json", r#"{"data":{"bad":1}}"#)
+        .await
+        .expect(400);
 }
 
 #[tokio::test]
-async fn del_01_03_finalizers_hold_deletion() {
+async fn del_01_02_finalizers_hold_deletion() {
     let s = Server::new().await;
     s.create_ns("demo").await;
     s.req(Method::POST, "/api/v1/namespaces/demo/configmaps", json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"f","finalizers":["example.com/hold"]}})).await.expect(201);
@@ -621,12 +607,10 @@ async fn del_01_03_finalizers_hold_deletion() {
         .json();
     // DEL-02: no new finalizers while deleting.
     let r = s
-        .raw(
-            Method::PATCH,
+        .patch(
             "/api/v1/namespaces/demo/configmaps/f",
-            &[("content-type", "application/merge-patch+json")],
+            "application/merge-patch+json",
             r#"{"metadata":{"finalizers":["example.com/hold","example.com/more"]}}"#,
-            Some(admin()),
         )
         .await
         .expect(422);
@@ -638,12 +622,10 @@ async fn del_01_03_finalizers_hold_deletion() {
             rv(&cur)
         ))
         .await;
-    s.raw(
-        Method::PATCH,
+    s.patch(
         "/api/v1/namespaces/demo/configmaps/f",
-        &[("content-type", "application/merge-patch+json")],
+        "application/merge-patch+json",
         r#"{"metadata":{"finalizers":null}}"#,
-        Some(admin()),
     )
     .await
     .expect(200);
@@ -728,14 +710,8 @@ async fn url_10_namespace_deletion_cascades() {
         "{}",
         r.text()
     );
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while s.get("/api/v1/namespaces/gone").await.status != StatusCode::NOT_FOUND {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "namespace not removed"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    s.wait_gone("/api/v1/namespaces/gone", Duration::from_secs(10))
+        .await;
     assert_eq!(
         s.get("/api/v1/namespaces/gone/configmaps").await.json()["items"],
         json!([])
@@ -871,12 +847,7 @@ async fn chunk_01_to_06_pages_share_one_snapshot() {
     .await
     .expect(200);
     s.create_cm("demo", "c9", json!({})).await;
-    let mut names: Vec<String> = first["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
-        .collect();
+    let mut names = item_names(&first);
     let mut token = first["metadata"]["continue"].as_str().unwrap().to_owned();
     loop {
         let page = s
@@ -887,13 +858,7 @@ async fn chunk_01_to_06_pages_share_one_snapshot() {
             .expect(200)
             .json();
         assert_eq!(page["metadata"]["resourceVersion"], snapshot, "CHUNK-02");
-        names.extend(
-            page["items"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned()),
-        );
+        names.extend(item_names(&page));
         match page["metadata"]["continue"].as_str() {
             Some(t) if !t.is_empty() => token = t.to_owned(),
             _ => {
@@ -943,14 +908,6 @@ async fn gap_04_label_and_field_selectors() {
         .await;
     s.create_cm("demo", "b", json!({"app":"b"})).await;
     s.create_cm("demo", "c", json!({})).await;
-    let names = |v: Value| -> Vec<String> {
-        v["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
-            .collect()
-    };
     let q = |sel: &str| {
         format!(
             "/api/v1/namespaces/demo/configmaps?labelSelector={}",
@@ -960,27 +917,33 @@ async fn gap_04_label_and_field_selectors() {
         )
     };
     assert_eq!(
-        names(s.get(&q("app in (a,b)")).await.json()),
+        item_names(&s.get(&q("app in (a,b)")).await.json()),
         vec!["a", "b"]
     );
     assert_eq!(
-        names(s.get(&q("app notin (a)")).await.json()),
+        item_names(&s.get(&q("app notin (a)")).await.json()),
         vec!["b", "c"]
     );
-    assert_eq!(names(s.get(&q("!app")).await.json()), vec!["c"]);
-    assert_eq!(names(s.get(&q("app,tier=web")).await.json()), vec!["a"]);
-    assert_eq!(names(s.get(&q("app!=a")).await.json()), vec!["b", "c"]);
+    assert_eq!(item_names(&s.get(&q("!app")).await.json()), vec!["c"]);
     assert_eq!(
-        names(
-            s.get("/api/v1/namespaces/demo/configmaps?fieldSelector=metadata.name%3Db")
+        item_names(&s.get(&q("app,tier=web")).await.json()),
+        vec!["a"]
+    );
+    assert_eq!(
+        item_names(&s.get(&q("app!=a")).await.json()),
+        vec!["b", "c"]
+    );
+    assert_eq!(
+        item_names(
+            &s.get("/api/v1/namespaces/demo/configmaps?fieldSelector=metadata.name%3Db")
                 .await
                 .json()
         ),
         vec!["b"]
     );
     assert_eq!(
-        names(
-            s.get("/api/v1/configmaps?fieldSelector=metadata.namespace%3Ddemo,metadata.name!%3Db")
+        item_names(
+            &s.get("/api/v1/configmaps?fieldSelector=metadata.namespace%3Ddemo,metadata.name!%3Db")
                 .await
                 .json()
         ),
@@ -989,12 +952,12 @@ async fn gap_04_label_and_field_selectors() {
     // Events: involvedObject.* as `kubectl describe` sends them.
     s.req(Method::POST, "/api/v1/namespaces/demo/events", json!({"apiVersion":"v1","kind":"Event","metadata":{"name":"e1"},"involvedObject":{"kind":"ConfigMap","name":"a","namespace":"demo","uid":"u1"},"reason":"Tested","message":"hi","type":"Normal"})).await.expect(201);
     let r = s.get("/api/v1/namespaces/demo/events?fieldSelector=involvedObject.name%3Da,involvedObject.namespace%3Ddemo,involvedObject.kind%3DConfigMap,involvedObject.uid%3Du1&limit=500").await.expect(200);
-    assert_eq!(names(r.json()), vec!["e1"]);
+    assert_eq!(item_names(&r.json()), vec!["e1"]);
     let r = s
         .get("/api/v1/namespaces/demo/events?fieldSelector=involvedObject.uid%3Dother")
         .await
         .expect(200);
-    assert!(names(r.json()).is_empty());
+    assert!(item_names(&r.json()).is_empty());
 }
 
 #[tokio::test]
@@ -1111,13 +1074,7 @@ async fn watch_01_03_initial_events_and_start_points() {
     // rv unset: synthetic ADDED for current state, then changes.
     let mut w = s.watch("/api/v1/namespaces/demo/configmaps?watch=1").await;
     let ev = w.next().await.unwrap();
-    assert_eq!(
-        (
-            ev["type"].as_str(),
-            ev["object"]["metadata"]["name"].as_str()
-        ),
-        (Some("ADDED"), Some("a"))
-    );
+    assert_eq!(type_and_name(&ev), ("ADDED", "a"));
     // rv=R: only later changes, no synthetic events.
     let mut after = s
         .watch(&format!(
@@ -1136,13 +1093,7 @@ async fn watch_01_03_initial_events_and_start_points() {
     .expect(200);
     for w in [&mut w, &mut after] {
         let e1 = w.next().await.unwrap();
-        assert_eq!(
-            (
-                e1["type"].as_str(),
-                e1["object"]["metadata"]["name"].as_str()
-            ),
-            (Some("ADDED"), Some("b"))
-        );
+        assert_eq!(type_and_name(&e1), ("ADDED", "b"));
         let e2 = w.next().await.unwrap();
         assert_eq!(e2["type"], "DELETED", "GAP-02");
         assert!(
@@ -1160,39 +1111,23 @@ async fn watch_03_single_object_watch_with_rv_0_sends_current_state_first() {
     s.create_cm("demo", "two", json!({})).await;
     let mut w = s.watch("/api/v1/namespaces/demo/configmaps?fieldSelector=metadata.name%3Dtwo&resourceVersion=0&watch=true").await;
     let first = w.next().await.unwrap();
-    assert_eq!(
-        (
-            first["type"].as_str(),
-            first["object"]["metadata"]["name"].as_str()
-        ),
-        (Some("ADDED"), Some("two"))
-    );
-    s.raw(
-        Method::PATCH,
+    assert_eq!(type_and_name(&first), ("ADDED", "two"));
+    s.patch(
         "/api/v1/namespaces/demo/configmaps/one",
-        &[("content-type", "application/merge-patch+json")],
+        "application/merge-patch+json",
         r#"{"data":{"x":"1"}}"#,
-        Some(admin()),
     )
     .await
     .expect(200);
-    s.raw(
-        Method::PATCH,
+    s.patch(
         "/api/v1/namespaces/demo/configmaps/two",
-        &[("content-type", "application/merge-patch+json")],
+        "application/merge-patch+json",
         r#"{"data":{"x":"1"}}"#,
-        Some(admin()),
     )
     .await
     .expect(200);
     let ev = w.next().await.unwrap();
-    assert_eq!(
-        (
-            ev["type"].as_str(),
-            ev["object"]["metadata"]["name"].as_str()
-        ),
-        (Some("MODIFIED"), Some("two"))
-    );
+    assert_eq!(type_and_name(&ev), ("MODIFIED", "two"));
 }
 
 #[tokio::test]
@@ -1203,23 +1138,19 @@ async fn watch_label_selector_transitions() {
         .watch("/api/v1/namespaces/demo/configmaps?watch=1&labelSelector=team%3Dx")
         .await;
     s.create_cm("demo", "m", json!({})).await;
-    let patch = |labels: &'static str| {
-        let s = &s;
-        async move {
-            s.raw(
-                Method::PATCH,
-                "/api/v1/namespaces/demo/configmaps/m",
-                &[("content-type", "application/merge-patch+json")],
-                labels,
-                Some(admin()),
-            )
-            .await
-            .expect(200);
-        }
-    };
-    patch(r#"{"metadata":{"labels":{"team":"x"}}}"#).await;
-    patch(r#"{"metadata":{"labels":{"other":"1"}}}"#).await;
-    patch(r#"{"metadata":{"labels":{"team":"y"}}}"#).await;
+    for labels in [
+        r#"{"metadata":{"labels":{"team":"x"}}}"#,
+        r#"{"metadata":{"labels":{"other":"1"}}}"#,
+        r#"{"metadata":{"labels":{"team":"y"}}}"#,
+    ] {
+        s.patch(
+            "/api/v1/namespaces/demo/configmaps/m",
+            "application/merge-patch+json",
+            labels,
+        )
+        .await
+        .expect(200);
+    }
     let types: Vec<String> = [
         w.next().await.unwrap(),
         w.next().await.unwrap(),
@@ -1432,7 +1363,7 @@ async fn gap_11_err_429_when_in_flight_limit_is_exhausted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn upd_02_concurrent_patches_retry_instead_of_conflicting() {
+async fn patch_03_concurrent_merge_patches_without_a_resource_version_all_apply() {
     let s = std::sync::Arc::new(Server::new().await);
     s.create_ns("demo").await;
     s.create_cm("demo", "busy", json!({})).await;
@@ -1441,12 +1372,10 @@ async fn upd_02_concurrent_patches_retry_instead_of_conflicting() {
         let s = s.clone();
         tasks.push(tokio::spawn(async move {
             let body = format!(r#"{{"metadata":{{"labels":{{"l{i}":"x"}}}}}}"#);
-            s.raw(
-                Method::PATCH,
+            s.patch(
                 "/api/v1/namespaces/demo/configmaps/busy",
-                &[("content-type", "application/merge-patch+json")],
-                body,
-                Some(admin()),
+                "application/merge-patch+json",
+                &body,
             )
             .await
             .status
@@ -1527,12 +1456,10 @@ async fn url_10_updates_to_a_terminating_namespace_do_not_skip_content_cleanup()
         .expect(200);
     // Any write to the terminating namespace keeps it (its spec.finalizers still hold it).
     let r = s
-        .raw(
-            Method::PATCH,
+        .patch(
             "/api/v1/namespaces/t",
-            &[("content-type", "application/merge-patch+json")],
+            "application/merge-patch+json",
             r#"{"metadata":{"labels":{"x":"y"}}}"#,
-            Some(admin()),
         )
         .await
         .expect(200)
@@ -1543,23 +1470,15 @@ async fn url_10_updates_to_a_terminating_namespace_do_not_skip_content_cleanup()
         .await
         .expect(200);
     // Releasing the content lets the namespace go, content first.
-    s.raw(
-        Method::PATCH,
+    s.patch(
         "/api/v1/namespaces/t/configmaps/held",
-        &[("content-type", "application/merge-patch+json")],
+        "application/merge-patch+json",
         r#"{"metadata":{"finalizers":null}}"#,
-        Some(admin()),
     )
     .await
     .expect(200);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while s.get("/api/v1/namespaces/t").await.status != StatusCode::NOT_FOUND {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "namespace not removed"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    s.wait_gone("/api/v1/namespaces/t", Duration::from_secs(10))
+        .await;
     s.get("/api/v1/namespaces/t/configmaps/held")
         .await
         .expect(404);
@@ -1600,14 +1519,8 @@ async fn url_10_creates_racing_a_namespace_deletion_leave_nothing_behind() {
         )
         .await
         .expect(200);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-        while s.get(&format!("/api/v1/namespaces/{ns}")).await.status != StatusCode::NOT_FOUND {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "namespace not removed"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        s.wait_gone(&format!("/api/v1/namespaces/{ns}"), Duration::from_secs(15))
+            .await;
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         for t in tasks {
             t.await.unwrap();
@@ -1666,12 +1579,10 @@ async fn patch_02_json_patch_copies_are_bounded() {
     }
     let started = std::time::Instant::now();
     let r = s
-        .raw(
-            Method::PATCH,
+        .patch(
             "/api/v1/namespaces/demo/configmaps/bomb",
-            &[("content-type", "application/json-patch+json")],
-            Value::Array(ops).to_string(),
-            Some(admin()),
+            "application/json-patch+json",
+            &Value::Array(ops).to_string(),
         )
         .await;
     assert!(
@@ -1683,12 +1594,10 @@ async fn patch_02_json_patch_copies_are_bounded() {
     let many: Vec<Value> = (0..10_001)
         .map(|_| json!({"op":"test","path":"/kind","value":"ConfigMap"}))
         .collect();
-    s.raw(
-        Method::PATCH,
+    s.patch(
         "/api/v1/namespaces/demo/configmaps/bomb",
-        &[("content-type", "application/json-patch+json")],
-        Value::Array(many).to_string(),
-        Some(admin()),
+        "application/json-patch+json",
+        &Value::Array(many).to_string(),
     )
     .await
     .expect(413);
@@ -1706,23 +1615,15 @@ async fn gap_03_watch_path_with_a_name_watches_one_object() {
         ))
         .await;
     s.create_cm("demo", "other", json!({})).await;
-    s.raw(
-        Method::PATCH,
+    s.patch(
         "/api/v1/namespaces/demo/configmaps/a",
-        &[("content-type", "application/merge-patch+json")],
+        "application/merge-patch+json",
         r#"{"data":{"x":"1"}}"#,
-        Some(admin()),
     )
     .await
     .expect(200);
     let ev = w.next().await.unwrap();
-    assert_eq!(
-        (
-            ev["type"].as_str(),
-            ev["object"]["metadata"]["name"].as_str()
-        ),
-        (Some("MODIFIED"), Some("a"))
-    );
+    assert_eq!(type_and_name(&ev), ("MODIFIED", "a"));
 }
 
 #[tokio::test]

@@ -121,7 +121,7 @@ impl Bench {
             {
                 return Ok(());
             }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
         bail!("the Widget CRD did not become served")
     }
@@ -240,9 +240,4 @@ impl Bench {
 /// Sleeps until `deadline` (a no-op when it has passed).
 pub async fn sleep_until(deadline: std::time::Instant) {
     tokio::time::sleep_until(tokio::time::Instant::from_std(deadline)).await;
-}
-
-/// Seconds as f64, for reports.
-pub fn secs(d: Duration) -> f64 {
-    d.as_secs_f64()
 }

@@ -105,11 +105,6 @@ impl Endpoint {
         &self.authority
     }
 
-    /// Whether requests go over HTTP/2.
-    pub fn is_http2(&self) -> bool {
-        self.http2
-    }
-
     /// The request URI for `path_and_query` (starting with `/`): origin-form for HTTP/1.1,
     /// absolute for HTTP/2.
     pub fn uri(&self, path_and_query: &str) -> anyhow::Result<Uri> {

@@ -44,11 +44,6 @@ impl Latency {
             .context("merging latency histograms")
     }
 
-    /// How many samples.
-    pub fn count(&self) -> u64 {
-        self.hist.len()
-    }
-
     /// Percentiles in milliseconds.
     pub fn summary(&self) -> Summary {
         let ms = |us: u64| round3(us as f64 / 1000.0);

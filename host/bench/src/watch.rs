@@ -53,7 +53,7 @@ pub struct WatchReport {
     pub missing: u64,
     /// Events received more than once.
     pub duplicates: u64,
-    /// Events whose resourceVersion was not above the previous one.
+    /// Events (duplicates aside) whose resourceVersion was not above the previous one.
     pub out_of_order: u64,
     /// Events for creates the writer saw fail (the write landed anyway, e.g. a timeout).
     pub unacknowledged: u64,
@@ -121,8 +121,9 @@ struct WatchSpec {
 
 /// What one watcher saw.
 struct WatcherOut {
-    /// Bit per sequence number: received.
-    seen: Vec<u64>,
+    /// Bit per sequence number: received. Shared with the drain, which polls it; only
+    /// this watcher sets bits.
+    seen: Arc<[AtomicU64]>,
     delivered: u64,
     duplicates: u64,
     out_of_order: u64,
@@ -157,28 +158,35 @@ impl WatcherOut {
             _ => {}
         }
         let meta = &ev.object.metadata;
-        match meta.revision() {
-            Some(rv) if rv > self.last_rv => self.last_rv = rv,
-            _ => self.out_of_order += 1,
-        }
         let seq = meta
             .name
             .strip_prefix(spec.prefix.as_str())
             .and_then(|s| s.parse::<u64>().ok())
             .filter(|&s| s < spec.total);
-        let (Some(seq), "ADDED") = (seq, ev.kind.as_ref()) else {
-            self.unexpected += 1;
-            return;
+        // The create's slot in `seen` (None: not one of this run's creates).
+        let slot = match (seq, ev.kind.as_ref()) {
+            (Some(seq), "ADDED") => self
+                .seen
+                .get((seq / 64) as usize)
+                .map(|w| (seq, w, 1u64 << (seq % 64))),
+            _ => None,
         };
-        let (word, bit) = ((seq / 64) as usize, 1u64 << (seq % 64));
-        let Some(w) = self.seen.get_mut(word) else {
-            return;
-        };
-        if *w & bit != 0 {
+        // A repeat counts as a duplicate only, not also as out of order.
+        if let Some((_, w, bit)) = slot
+            && w.load(Ordering::Relaxed) & bit != 0
+        {
             self.duplicates += 1;
             return;
         }
-        *w |= bit;
+        match meta.revision() {
+            Some(rv) if rv > self.last_rv => self.last_rv = rv,
+            _ => self.out_of_order += 1,
+        }
+        let Some((seq, w, bit)) = slot else {
+            self.unexpected += 1;
+            return;
+        };
+        w.fetch_or(bit, Ordering::Relaxed);
         self.delivered += 1;
         progress.fetch_add(1, Ordering::Relaxed);
         if let Some(t) = &spec.ticker {
@@ -197,10 +205,11 @@ async fn watcher(
     client: Client,
     spec: Arc<WatchSpec>,
     progress: Arc<AtomicU64>,
+    seen: Arc<[AtomicU64]>,
     mut stop: watch::Receiver<bool>,
 ) -> anyhow::Result<WatcherOut> {
     let mut out = WatcherOut {
-        seen: vec![0; spec.total.div_ceil(64) as usize],
+        seen,
         delivered: 0,
         duplicates: 0,
         out_of_order: 0,
@@ -294,12 +303,13 @@ async fn writer(
         let failed_before = out.errors.total;
         match client.exchange(req, false).await {
             Ok(r) if r.status.is_success() => {
+                let took = start.elapsed();
                 out.ok.push(seq);
                 if let Some(t) = &spec.ticker {
-                    t.ok(start.elapsed());
+                    t.ok(took);
                 }
                 if seq >= spec.warm {
-                    out.lat.record(start.elapsed());
+                    out.lat.record(took);
                 }
             }
             Ok(r) => out.errors.status(r.status.as_u16(), || {
@@ -354,6 +364,9 @@ impl Bench {
             ticker: a.progress.then(|| Arc::new(Ticker::default())),
         });
 
+        // Words of the per-watcher bitmaps of received creates.
+        let words = total.div_ceil(64) as usize;
+
         // Open every watch before the first write.
         let timeout_s = (a.warmup + a.duration + a.drain).as_secs() + 120;
         let watch_uri = self.ep.uri(&format!(
@@ -363,6 +376,7 @@ impl Bench {
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut watchers = Vec::with_capacity(a.watchers as usize);
         let mut progress = Vec::with_capacity(a.watchers as usize);
+        let mut seen = Vec::with_capacity(a.watchers as usize);
         for i in 0..a.watchers as usize {
             let mut c = self
                 .ep
@@ -388,11 +402,14 @@ impl Bench {
             }
             let p = Arc::new(AtomicU64::new(0));
             progress.push(p.clone());
+            let bits: Arc<[AtomicU64]> = (0..words).map(|_| AtomicU64::new(0)).collect();
+            seen.push(bits.clone());
             watchers.push(tokio::spawn(watcher(
                 resp.into_body(),
                 c,
                 spec.clone(),
                 p,
+                bits,
                 stop_rx.clone(),
             )));
         }
@@ -443,14 +460,25 @@ impl Bench {
         let cpu = cpu.stop();
         let writes_done = Instant::now();
         let writes_ok = acked.iter().filter(|&&b| b).count() as u64;
+        let mut want = vec![0u64; words];
+        for (seq, _) in acked.iter().enumerate().filter(|(_, ok)| **ok) {
+            want[seq / 64] |= 1 << (seq % 64);
+        }
 
-        // Drain: wait until every watcher has every acknowledged event, or give up.
+        // Drain: wait until every watcher has every acknowledged event, or give up. The
+        // counts are a cheap first test (they include events of unacknowledged creates);
+        // the bitmaps decide.
         let drain_deadline = writes_done + a.drain;
         let mut drained_at = None;
         while Instant::now() < drain_deadline {
             if progress
                 .iter()
                 .all(|p| p.load(Ordering::Relaxed) >= writes_ok)
+                && seen.iter().all(|bits| {
+                    bits.iter()
+                        .zip(&want)
+                        .all(|(b, w)| b.load(Ordering::Relaxed) & w == *w)
+                })
             {
                 drained_at = Some(Instant::now());
                 break;
@@ -506,7 +534,7 @@ impl Bench {
                 let got = w
                     .seen
                     .get(seq / 64)
-                    .is_some_and(|word| word & (1 << (seq % 64)) != 0);
+                    .is_some_and(|word| word.load(Ordering::Relaxed) & (1 << (seq % 64)) != 0);
                 match (ok, got) {
                     (true, false) => report.missing += 1,
                     (false, true) => report.unacknowledged += 1,

@@ -107,11 +107,6 @@ impl LineSplitter {
         }
         self.partial.extend_from_slice(chunk);
     }
-
-    /// Bytes of an unfinished line held back.
-    pub fn pending(&self) -> usize {
-        self.partial.len()
-    }
 }
 
 /// The index of the first `\n` in `s`, eight bytes at a time (the byte-at-a-time search
@@ -217,7 +212,7 @@ mod tests {
                     ],
                     "cut at {i},{j}"
                 );
-                assert_eq!(s.pending(), 6);
+                assert_eq!(s.partial.len(), 6, "the unfinished line is held back");
             }
         }
     }

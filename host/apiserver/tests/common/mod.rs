@@ -52,9 +52,24 @@ impl Server {
         Self::with(Options::default()).await
     }
 
-    /// A server over an on-disk store at `path` (reopening it keeps its data).
+    /// A server over an on-disk store at `path` (reopening it keeps its data). While a
+    /// dropped server's background tasks still hold the file, opening is retried for up
+    /// to 2 s.
     pub async fn on_disk(path: &std::path::Path) -> Server {
-        let engine = std::sync::Arc::new(EmbeddedEngine::open_path(path).unwrap());
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        let engine = loop {
+            match EmbeddedEngine::open_path(path) {
+                Ok(e) => break std::sync::Arc::new(e),
+                Err(e) => {
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "opening {}: {e}",
+                        path.display()
+                    );
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        };
         let store = Store::open(engine, StoreOptions::default()).await.unwrap();
         Server {
             api: ApiServer::new(store, Options::default()).await.unwrap(),
@@ -137,6 +152,18 @@ impl Server {
         self.req(Method::GET, uri, Value::Null).await
     }
 
+    /// Polls until GET `uri` is 404; panics after `timeout`.
+    pub async fn wait_gone(&self, uri: &str, timeout: Duration) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while self.get(uri).await.status != StatusCode::NOT_FOUND {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{uri} not removed within {timeout:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     pub async fn create_ns(&self, name: &str) {
         self.req(
             Method::POST,
@@ -195,12 +222,22 @@ impl WatchReader {
         }
     }
 
-    /// Whether nothing arrives within `d`.
+    /// Whether nothing arrives within `d`. What does arrive stays buffered for
+    /// [`WatchReader::next`].
     pub async fn quiet_for(&mut self, d: Duration) -> bool {
         if self.buf.contains(&b'\n') {
             return false;
         }
-        tokio::time::timeout(d, self.body.frame()).await.is_err()
+        match tokio::time::timeout(d, self.body.frame()).await {
+            Err(_) => true,
+            Ok(Some(frame)) => {
+                if let Ok(data) = frame.unwrap().into_data() {
+                    self.buf.extend_from_slice(&data);
+                }
+                false
+            }
+            Ok(None) => false,
+        }
     }
 }
 
@@ -210,4 +247,23 @@ pub fn rv(obj: &Value) -> u64 {
         .unwrap()
         .parse()
         .unwrap()
+}
+
+/// `metadata.name` of each item of a list.
+pub fn item_names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A watch event's type and its object's name.
+pub fn type_and_name(ev: &Value) -> (&str, &str) {
+    let name = ev["object"]["metadata"]["name"].as_str();
+    match (ev["type"].as_str(), name) {
+        (Some(t), Some(n)) => (t, n),
+        _ => panic!("not a watch event of a named object: {ev}"),
+    }
 }
