@@ -83,6 +83,7 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
     if base > shared.hub.last() {
         backfill(shared, base).await?;
     }
+    // The current state of the keys this transaction has read or written (`None`: absent).
     let mut overlay: HashMap<&str, Option<Versioned>> = HashMap::new();
     let mut results: Vec<Result<Committed>> = Vec::with_capacity(batch.len());
     let mut planned: Vec<Planned> = Vec::with_capacity(batch.len());
@@ -90,11 +91,17 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
     'writes: for p in batch {
         let w = &p.write;
         for (gkey, grev) in &w.guards {
-            let g = match overlay.get(gkey.as_str()) {
-                Some(v) => v.clone(),
-                None => read_current(txn.as_mut(), gkey).await?,
+            // A guard read is cached in the overlay: the transaction's view of a key does
+            // not change until this batch writes it, and then the overlay is updated.
+            let actual = match overlay.get(gkey.as_str()) {
+                Some(v) => revision_of(v.as_ref()),
+                None => {
+                    let v = read_current(txn.as_mut(), gkey).await?;
+                    let rev = revision_of(v.as_ref());
+                    overlay.insert(gkey.as_str(), v);
+                    rev
+                }
             };
-            let actual = g.map_or(0, |g| g.revision);
             if actual != *grev {
                 results.push(Err(StorageError::Conflict {
                     key: gkey.clone(),
@@ -117,7 +124,7 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
             WriteOp::Put(v) => (EventKind::Put, v.render(next)),
             WriteOp::Delete(v) => (EventKind::Delete, v.render(next)),
         };
-        let prev_rev = current.as_ref().map_or(0, |c| c.revision);
+        let prev_rev = revision_of(current.as_ref());
         match kind {
             EventKind::Put => {
                 txn.put(keys::current(&w.key), keys::encode_current(next, &value));
@@ -208,6 +215,11 @@ async fn read_current(txn: &mut dyn Transaction, key: &str) -> Result<Option<Ver
             }))
         }
     }
+}
+
+/// The mod revision of a key's current version, 0 when it is absent.
+fn revision_of(v: Option<&Versioned>) -> Revision {
+    v.map_or(0, |v| v.revision)
 }
 
 fn check(key: &str, pre: Precondition, op: &WriteOp, current: Option<&Versioned>) -> Result<()> {

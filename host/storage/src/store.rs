@@ -70,7 +70,9 @@ pub struct ListPage {
     pub items: Vec<Versioned>,
     /// Whether more keys follow the last item.
     pub more: bool,
-    /// How many keys follow the last item, when asked for and `more` is true.
+    /// How many keys follow the last item, when asked for and `more` is true. Left out
+    /// (`None`) when counting would cost too much: from 100 000 following keys on at the
+    /// latest revision, or past 10 000 stored versions after the page at a past revision.
     pub remaining: Option<u64>,
 }
 
@@ -348,6 +350,24 @@ impl Store {
                 .await
             }
         }
+    }
+
+    /// Writes waiting in the committer's queue, not yet taken into a batch (for the suites).
+    #[cfg(feature = "test-suite")]
+    pub(crate) fn queued(&self) -> usize {
+        self.queue.max_capacity() - self.queue.capacity()
+    }
+
+    /// Queues a write at once, without waiting for room or for its outcome (for the suites,
+    /// which decide this way which writes the committer finds waiting together).
+    /// [`StorageError::Closed`] when the queue is full or closed.
+    #[cfg(feature = "test-suite")]
+    pub(crate) fn enqueue(&self, write: Write) -> Result<oneshot::Receiver<Result<Committed>>> {
+        let (reply, rx) = oneshot::channel();
+        self.queue
+            .try_send(Pending { write, reply })
+            .map_err(|_| StorageError::Closed)?;
+        Ok(rx)
     }
 
     /// Commits one write (batched with concurrent ones into one engine transaction).

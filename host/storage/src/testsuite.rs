@@ -22,9 +22,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use crate::engine::KeyValue;
 use crate::{
-    Engine, EngineError, EventKind, Precondition, ReadAt, StorageError, Store, StoreOptions, Value,
-    Write, WriteOp, keys,
+    Engine, EngineError, EventKind, Precondition, ReadAt, Revision, Snapshot, StorageError, Store,
+    StoreOptions, Value, Write, WriteOp, keys,
 };
 
 /// Opens engines for the suites.
@@ -110,6 +111,7 @@ macro_rules! store_suite {
         $crate::__suite_cases!($factory;
             store_revisions_strictly_increase,
             store_create_update_delete_preconditions,
+            store_write_guards,
             store_get_at_past_revisions,
             store_list_pages_at_one_revision,
             store_list_exact_sees_past_state,
@@ -225,6 +227,42 @@ pub mod cases {
         assert_eq!(s.count(b"c/", &end, 1000).await.unwrap(), 1000);
         assert_eq!(s.count(b"c/02000", &end, u64::MAX).await.unwrap(), 500);
         assert_eq!(s.count(&end, b"c/", 10).await.unwrap(), 0);
+        // The trait's default count, built on scan, agrees with the engine's own.
+        let by_scan = ScanOnly(s.as_ref());
+        for (start, limit) in [
+            (&b"c/"[..], u64::MAX),
+            (b"c/", 1000),
+            (b"c/", 1024),
+            (b"c/02000", u64::MAX),
+            (b"c/02499", 10),
+        ] {
+            assert_eq!(
+                by_scan.count(start, &end, limit).await.unwrap(),
+                s.count(start, &end, limit).await.unwrap(),
+                "count from {start:?} up to {limit}"
+            );
+        }
+        assert_eq!(by_scan.count(&end, b"c/", 10).await.unwrap(), 0);
+    }
+
+    /// A snapshot that keeps only `get` and `scan` of another, so it counts with the trait's
+    /// default.
+    struct ScanOnly<'a>(&'a dyn Snapshot);
+
+    #[async_trait::async_trait]
+    impl Snapshot for ScanOnly<'_> {
+        async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, EngineError> {
+            self.0.get(key).await
+        }
+
+        async fn scan(
+            &self,
+            start: &[u8],
+            end: &[u8],
+            limit: usize,
+        ) -> Result<Vec<KeyValue>, EngineError> {
+            self.0.scan(start, end, limit).await
+        }
     }
 
     pub async fn engine_snapshot_is_stable(f: &dyn EngineFactory) {
@@ -260,7 +298,8 @@ pub mod cases {
             let e = e.clone();
             tokio::spawn(async move {
                 let end = keys::prefix_end(b"n/");
-                for _ in 0..200 {
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+                loop {
                     let n = e
                         .snapshot()
                         .await
@@ -270,6 +309,13 @@ pub mod cases {
                         .unwrap()
                         .len();
                     assert!(n == 0 || n == 500, "saw {n} of 500 keys of one commit");
+                    if n == 500 {
+                        break;
+                    }
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "the commit never became visible"
+                    );
                     tokio::task::yield_now().await;
                 }
             })
@@ -344,21 +390,18 @@ pub mod cases {
     }
 
     fn put(key: &str, body: &str, pre: Precondition) -> Write {
-        Write {
-            key: key.into(),
-            precondition: pre,
-            op: WriteOp::Put(Value::new(body.to_owned())),
-            guards: Vec::new(),
-        }
+        Write::new(key, pre, WriteOp::Put(Value::new(body.to_owned())))
     }
 
     fn del(key: &str, pre: Precondition) -> Write {
-        Write {
-            key: key.into(),
-            precondition: pre,
-            op: WriteOp::Delete(Value::new("deleted")),
-            guards: Vec::new(),
-        }
+        Write::new(key, pre, WriteOp::Delete(Value::new("deleted")))
+    }
+
+    /// A create of `key` that needs each `(guard key, mod revision)` to hold.
+    fn guarded(key: &str, guards: &[(&str, Revision)]) -> Write {
+        let mut w = put(key, "v", Precondition::Absent);
+        w.guards = guards.iter().map(|&(k, r)| (k.to_owned(), r)).collect();
+        w
     }
 
     pub async fn store_revisions_strictly_increase(f: &dyn EngineFactory) {
@@ -444,17 +487,108 @@ pub mod cases {
         assert!(s.get("g/r/ns/a", ReadAt::Latest).await.unwrap().1.is_none());
         // Unconditional put after delete recreates; the revision slot receives the revision.
         let c = s
-            .write(Write {
-                key: "g/r/ns/a".into(),
-                precondition: Precondition::None,
-                op: WriteOp::Put(Value::with_revision_slot("rv=;", 3)),
-                guards: Vec::new(),
-            })
+            .write(Write::new(
+                "g/r/ns/a",
+                Precondition::None,
+                WriteOp::Put(Value::with_revision_slot("rv=;", 3)),
+            ))
             .await
             .unwrap();
         assert_eq!(c.value, Bytes::from(format!("rv={};", c.revision)));
         let (_, got) = s.get("g/r/ns/a", ReadAt::Latest).await.unwrap();
         assert_eq!(got.unwrap().value, c.value);
+    }
+
+    pub async fn store_write_guards(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let engine = f.open(place.path()).await;
+        let s = Store::open(engine.clone(), StoreOptions::default())
+            .await
+            .unwrap();
+        let ns = "g/ns/-/n1";
+        let missing = "g/ns/-/missing";
+        let r_ns = s
+            .write(put(ns, "ns", Precondition::Absent))
+            .await
+            .unwrap()
+            .revision;
+        // A guard at another revision, or absent while the key exists: nothing is written.
+        for (want, key) in [(r_ns + 7, "g/r/n1/a"), (0, "g/r/n1/b")] {
+            let err = s.write(guarded(key, &[(ns, want)])).await.unwrap_err();
+            assert!(
+                matches!(&err, StorageError::Conflict { key, expected, actual }
+                    if key == ns && *expected == want && *actual == r_ns),
+                "{err}"
+            );
+            assert!(s.get(key, ReadAt::Latest).await.unwrap().1.is_none());
+        }
+        assert_eq!(s.revision(), r_ns);
+        // Guards that hold: absent (0) on a missing key, the right revision on an existing one.
+        s.write(guarded("g/r/n1/a", &[(missing, 0)])).await.unwrap();
+        s.write(guarded("g/r/n1/b", &[(ns, r_ns)])).await.unwrap();
+        // Every guard must hold; the conflict names the one that does not.
+        let err = s
+            .write(guarded("g/r/n1/c", &[(ns, r_ns), (missing, 5)]))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, StorageError::Conflict { key, expected: 5, actual: 0 } if key == missing),
+            "{err}"
+        );
+        assert!(s.get("g/r/n1/c", ReadAt::Latest).await.unwrap().1.is_none());
+
+        // Guards see the earlier writes of their batch. An open transaction parks the
+        // committer (on an engine with one writer at a time, such as the embedded one) in
+        // the batch of `park`, so the writes queued meanwhile all share the next batch;
+        // elsewhere they may be split, with the same outcome.
+        let base = s.revision();
+        let hold = engine.begin().await.unwrap();
+        let park = s
+            .enqueue(put("g/r/n1/park", "p", Precondition::Absent))
+            .unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while s.queued() > 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the committer is stuck"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let n2 = "g/ns/-/n2";
+        let queued: Vec<_> = [
+            del(ns, Precondition::Revision(r_ns)),
+            guarded("g/r/n1/d", &[(ns, r_ns)]),
+            put(n2, "ns", Precondition::Absent),
+            guarded("g/r/n2/e", &[(n2, base + 3)]),
+            guarded("g/r/n2/f", &[(n2, 0)]),
+        ]
+        .into_iter()
+        .map(|w| s.enqueue(w).unwrap())
+        .collect();
+        drop(hold);
+        assert_eq!(park.await.unwrap().unwrap().revision, base + 1);
+        let mut results = Vec::new();
+        for rx in queued {
+            results.push(rx.await.unwrap().map(|c| c.revision));
+        }
+        assert!(matches!(results[0], Ok(r) if r == base + 2), "{results:?}");
+        assert!(
+            matches!(&results[1], Err(StorageError::Conflict { key, expected, actual: 0 })
+                if key == ns && *expected == r_ns),
+            "the guarded namespace was deleted earlier in the batch: {results:?}"
+        );
+        assert!(matches!(results[2], Ok(r) if r == base + 3), "{results:?}");
+        assert!(matches!(results[3], Ok(r) if r == base + 4), "{results:?}");
+        assert!(
+            matches!(&results[4], Err(StorageError::Conflict { key, expected: 0, actual })
+                if key == n2 && *actual == base + 3),
+            "the guarded namespace was created earlier in the batch: {results:?}"
+        );
+        for (key, present) in [("g/r/n1/d", false), ("g/r/n2/e", true), ("g/r/n2/f", false)] {
+            let got = s.get(key, ReadAt::Latest).await.unwrap().1;
+            assert_eq!(got.is_some(), present, "{key}");
+        }
+        assert_eq!(s.revision(), base + 4);
     }
 
     pub async fn store_get_at_past_revisions(f: &dyn EngineFactory) {

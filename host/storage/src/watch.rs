@@ -6,7 +6,7 @@
 //! reads the missing range from the engine's change log (`l/`) instead, so memory stays
 //! bounded however slow a watcher is, and no event is ever skipped: events come out exactly
 //! once and in revision order, or the watch fails with
-//! [`StorageError::Compacted`](crate::StorageError::Compacted).
+//! [`StorageError::Compacted`].
 //!
 //! ## Cancel safety
 //! [`Watcher::next`] is cancel safe: an event is removed from the watcher's buffer only
