@@ -28,6 +28,9 @@ use wasmgate_storage::{Engine, EngineError, Snapshot, Transaction};
 
 const TABLE: TableDefinition<'static, &'static [u8], &'static [u8]> = TableDefinition::new("kv");
 
+/// The default size of redb's page cache, in MiB.
+pub const DEFAULT_CACHE_MIB: usize = 256;
+
 /// Configuration of the embedded engine.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -40,7 +43,7 @@ pub struct Config {
 }
 
 fn default_cache_mib() -> usize {
-    256
+    DEFAULT_CACHE_MIB
 }
 
 impl Config {
@@ -48,7 +51,7 @@ impl Config {
     pub fn at(path: impl Into<PathBuf>) -> Self {
         Config {
             path: path.into(),
-            cache_mib: default_cache_mib(),
+            cache_mib: DEFAULT_CACHE_MIB,
         }
     }
 }

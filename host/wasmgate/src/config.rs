@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use wasmgate_storage_embedded::DEFAULT_CACHE_MIB;
 
 /// Everything needed to start the gateway.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -33,7 +34,9 @@ impl Default for Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 6443)),
             tls_sans: Vec::new(),
             insecure_listen: None,
-            storage: StorageConfig::Embedded { cache_mib: 256 },
+            storage: StorageConfig::Embedded {
+                cache_mib: DEFAULT_CACHE_MIB,
+            },
             limits: Limits::default(),
         }
     }
@@ -54,7 +57,7 @@ pub enum StorageConfig {
 }
 
 fn default_cache_mib() -> usize {
-    256
+    DEFAULT_CACHE_MIB
 }
 
 /// Protocol tuning knobs.

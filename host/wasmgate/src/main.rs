@@ -90,7 +90,9 @@ fn effective_config(args: &ServeArgs) -> anyhow::Result<Config> {
     match args.storage {
         Some(StorageKind::Memory) => c.storage = config::StorageConfig::Memory,
         Some(StorageKind::Embedded) if c.storage == config::StorageConfig::Memory => {
-            c.storage = config::StorageConfig::Embedded { cache_mib: 256 };
+            c.storage = config::StorageConfig::Embedded {
+                cache_mib: wasmgate_storage_embedded::DEFAULT_CACHE_MIB,
+            };
         }
         _ => {}
     }

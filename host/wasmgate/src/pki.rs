@@ -42,6 +42,7 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
+use wasmgate_apiserver::authn_x509::user_from_client_cert;
 use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::prelude::FromDer as _;
@@ -50,11 +51,11 @@ use x509_parser::time::ASN1Time;
 /// User name (certificate `CN`) of the admin client certificate.
 pub const ADMIN_USER: &str = "wasmgate-admin";
 /// Group (certificate `O`) of the admin client certificate; bound to `cluster-admin` by RBAC.
-pub const ADMIN_GROUP: &str = "system:masters";
+const ADMIN_GROUP: &str = "system:masters";
 /// Subject alternative names the serving certificate always carries.
-pub const DEFAULT_SANS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+const DEFAULT_SANS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 /// Name of the cluster and of the context in the generated kubeconfig.
-pub const KUBECONFIG_CLUSTER: &str = "wasmgate";
+const KUBECONFIG_CLUSTER: &str = "wasmgate";
 
 const CA_CERT_FILE: &str = "ca.crt";
 const CA_KEY_FILE: &str = "ca.key";
@@ -115,8 +116,9 @@ impl fmt::Debug for Pki {
 /// (serverAuth / clientAuth).
 ///
 /// `pki_dir` is the `pki` directory itself (created with mode 0700 if missing). `extra_sans` are
-/// added to [`DEFAULT_SANS`]; each is an IP address (`10.0.0.1`, `::1` or `[::1]`) or a DNS name
-/// (`api.example.com`, `*.example.com`), compared case-insensitively.
+/// added to the SANs always present (`localhost`, `127.0.0.1`, `::1`); each is an IP address
+/// (`10.0.0.1`, `::1` or `[::1]`) or a DNS name (`api.example.com`, `*.example.com`), compared
+/// case-insensitively.
 ///
 /// A leaf certificate (serving or admin) that is unreadable, does not match its key, does not
 /// chain to the CA or expires within 30 days is re-issued. The CA is never replaced: a `ca.crt`
@@ -163,18 +165,14 @@ pub fn load_or_create(pki_dir: &Path, extra_sans: &[String]) -> anyhow::Result<P
     })
 }
 
-/// Issues an extra client certificate signed by the CA (used by tests and by `wasmgate` for other
-/// users later).
+/// Issues an extra client certificate signed by the CA (for tests; nothing else needs one yet).
 ///
 /// The subject is `O=<group>` for each group (in order) followed by `CN=<user>`, which the
 /// x509 authenticator maps back to the user and groups. The certificate has the `clientAuth`
 /// extended key usage and is valid for one year (at most until the CA expires). Returns the
 /// certificate and its PKCS#8 private key, both PEM. Nothing is written to disk.
-pub fn issue_client_cert(
-    pki: &Pki,
-    user: &str,
-    groups: &[&str],
-) -> anyhow::Result<(String, String)> {
+#[cfg(test)]
+fn issue_client_cert(pki: &Pki, user: &str, groups: &[&str]) -> anyhow::Result<(String, String)> {
     ensure!(
         !user.is_empty(),
         "a client certificate needs a non-empty user name"
@@ -185,9 +183,9 @@ pub fn issue_client_cert(
     );
     let ca = Ca::from_pem(&pki.ca_cert_pem, &pki.ca_key_pem).context("loading the wasmgate CA")?;
     let kind = LeafKind::Client { user, groups };
-    let issued = issue_leaf(&ca, &kind, LEAF_VALIDITY)?;
-    check_fresh_leaf(&ca, &kind, &issued)?;
-    Ok(issued)
+    let (cert, key) = issue_leaf(&ca, &kind, LEAF_VALIDITY)?;
+    check_fresh_leaf(&ca, &kind, (&cert, &key))?;
+    Ok((cert, key))
 }
 
 /// Writes a kubeconfig (YAML; cluster "wasmgate" with certificate-authority-data, user
@@ -206,7 +204,7 @@ pub fn write_kubeconfig(path: &Path, server_url: &str, pki: &Pki) -> anyhow::Res
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }
-    let yaml = kubeconfig_yaml(server_url, pki);
+    let yaml = kubeconfig_yaml(server_url, pki)?;
     write_atomic(path, yaml.as_bytes(), KEY_MODE)
         .with_context(|| format!("writing kubeconfig {}", path.display()))
 }
@@ -371,7 +369,7 @@ fn load_or_issue_leaf(
         return Ok((cert, key));
     }
     let (cert, key) = issue_leaf(ca, kind, LEAF_VALIDITY)?;
-    check_fresh_leaf(ca, kind, &(cert.clone(), key.clone()))?;
+    check_fresh_leaf(ca, kind, (&cert, &key))?;
     // Key first: a crash in between leaves a mismatched pair, which the next start re-issues.
     write_atomic(&key_path, key.as_bytes(), KEY_MODE)
         .with_context(|| format!("writing {}", key_path.display()))?;
@@ -429,8 +427,8 @@ fn issue_leaf(
 
 /// Fails if a certificate that was just issued does not pass [`leaf_problem`] (a bug, or a CA
 /// this module cannot issue for).
-fn check_fresh_leaf(ca: &Ca, kind: &LeafKind<'_>, issued: &(String, String)) -> anyhow::Result<()> {
-    match leaf_problem(ca, kind, &issued.0, &issued.1) {
+fn check_fresh_leaf(ca: &Ca, kind: &LeafKind<'_>, (cert, key): (&str, &str)) -> anyhow::Result<()> {
+    match leaf_problem(ca, kind, cert, key) {
         None => Ok(()),
         Some(problem) => bail!("a freshly issued certificate is unusable: {problem}"),
     }
@@ -477,19 +475,21 @@ fn leaf_problem(ca: &Ca, kind: &LeafKind<'_>, cert_pem: &str, key_pem: &str) -> 
             }
         }
         LeafKind::Client { user, groups } => {
-            let subject = x509.subject();
-            let cns: Vec<&str> = subject
-                .iter_common_name()
-                .filter_map(|a| a.as_str().ok())
-                .collect();
-            let orgs: Vec<&str> = subject
-                .iter_organization()
-                .filter_map(|a| a.as_str().ok())
-                .collect();
-            if cns != [*user] || orgs != *groups {
-                return Some(format!(
-                    "subject is CN={cns:?} O={orgs:?}, want CN={user:?} O={groups:?}"
-                ));
+            // The identity exactly as the API server's x509 authenticator will read it.
+            match user_from_client_cert(cert_der.as_ref()) {
+                Some((cn, orgs))
+                    if cn == *user
+                        && orgs.iter().map(String::as_str).eq(groups.iter().copied()) => {}
+                Some((cn, orgs)) => {
+                    return Some(format!(
+                        "subject is CN={cn:?} O={orgs:?}, want CN={user:?} O={groups:?}"
+                    ));
+                }
+                None => {
+                    return Some(format!(
+                        "subject names no user (CN), want CN={user:?} O={groups:?}"
+                    ));
+                }
             }
         }
     }
@@ -609,51 +609,39 @@ fn cert_sans(x509: &X509Certificate<'_>) -> Vec<San> {
 // ---------------------------------------------------------------------------------------------
 // Kubeconfig
 
-/// The admin kubeconfig document.
-fn kubeconfig_yaml(server_url: &str, pki: &Pki) -> String {
-    let ca = BASE64.encode(&pki.ca_cert_pem);
-    let cert = BASE64.encode(&pki.admin_cert_pem);
-    let key = BASE64.encode(&pki.admin_key_pem);
-    let server = yaml_quote(server_url);
-    let cluster = KUBECONFIG_CLUSTER;
-    let user = ADMIN_USER;
-    format!(
-        "apiVersion: v1\n\
-         kind: Config\n\
-         clusters:\n\
-         - name: {cluster}\n\
-        \x20 cluster:\n\
-        \x20   server: {server}\n\
-        \x20   certificate-authority-data: {ca}\n\
-         users:\n\
-         - name: {user}\n\
-        \x20 user:\n\
-        \x20   client-certificate-data: {cert}\n\
-        \x20   client-key-data: {key}\n\
-         contexts:\n\
-         - name: {cluster}\n\
-        \x20 context:\n\
-        \x20   cluster: {cluster}\n\
-        \x20   user: {user}\n\
-         current-context: {cluster}\n\
-         preferences: {{}}\n"
-    )
-}
-
-/// A YAML double-quoted scalar for `s`.
-fn yaml_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+/// The admin kubeconfig document (YAML).
+fn kubeconfig_yaml(server_url: &str, pki: &Pki) -> anyhow::Result<String> {
+    let doc = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{
+            "name": KUBECONFIG_CLUSTER,
+            "cluster": {
+                "server": server_url,
+                "certificate-authority-data": BASE64.encode(&pki.ca_cert_pem),
+            },
+        }],
+        "users": [{
+            "name": ADMIN_USER,
+            "user": {
+                "client-certificate-data": BASE64.encode(&pki.admin_cert_pem),
+                "client-key-data": BASE64.encode(&pki.admin_key_pem),
+            },
+        }],
+        "contexts": [{
+            "name": KUBECONFIG_CLUSTER,
+            "context": {
+                "cluster": KUBECONFIG_CLUSTER,
+                "user": ADMIN_USER,
+            },
+        }],
+        "current-context": KUBECONFIG_CLUSTER,
+        "preferences": {},
+    });
+    // Plain scalars, as kubectl writes kubeconfigs: no folded blocks for the long base64 data.
+    let mut options = serde_saphyr::SerializerOptions::default();
+    options.prefer_block_scalars = false;
+    serde_saphyr::to_string_with_options(&doc, options).context("serializing the kubeconfig")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1001,7 +989,6 @@ mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     use tokio_rustls::{TlsAcceptor, TlsConnector};
-    use wasmgate_apiserver::authn_x509::user_from_client_cert;
 
     fn mode(path: &Path) -> u32 {
         fs::metadata(path).unwrap().permissions().mode() & 0o777
