@@ -69,27 +69,7 @@ fn write_go_json(out: &mut String, v: &Value) {
             }
             (None, None) => out.push_str(&go_json_float(n.as_f64().unwrap_or(0.0))),
         },
-        Value::String(s) => {
-            out.push('"');
-            for c in s.chars() {
-                match c {
-                    '"' => out.push_str("\\\""),
-                    '\\' => out.push_str("\\\\"),
-                    '\n' => out.push_str("\\n"),
-                    '\r' => out.push_str("\\r"),
-                    '\t' => out.push_str("\\t"),
-                    '\u{08}' => out.push_str("\\b"),
-                    '\u{0C}' => out.push_str("\\f"),
-                    c if (c as u32) < 0x20
-                        || matches!(c, '<' | '>' | '&' | '\u{2028}' | '\u{2029}') =>
-                    {
-                        let _ = write!(out, "\\u{:04x}", c as u32);
-                    }
-                    c => out.push(c),
-                }
-            }
-            out.push('"');
-        }
+        Value::String(s) => write_go_string(out, s),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -108,7 +88,7 @@ fn write_go_json(out: &mut String, v: &Value) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_go_json(out, &Value::from(k.as_str()));
+                write_go_string(out, k);
                 out.push(':');
                 if let Some(item) = m.get(k) {
                     write_go_json(out, item);
@@ -117,6 +97,28 @@ fn write_go_json(out: &mut String, v: &Value) {
             out.push('}');
         }
     }
+}
+
+/// A JSON string as `encoding/json` writes it, with HTML characters and U+2028/U+2029
+/// escaped.
+fn write_go_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0C}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || matches!(c, '<' | '>' | '&' | '\u{2028}' | '\u{2029}') => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 /// `encoding/json`'s float format: `%f` style unless tiny or huge, then `1e-07` → `1e-7`.
@@ -169,4 +171,45 @@ pub fn rfc3339(t: time::OffsetDateTime) -> String {
         t.minute(),
         t.second()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn go_number_formatting() {
+        assert_eq!(go_float(10.0), "10");
+        assert_eq!(go_float(0.5), "0.5");
+        assert_eq!(go_float(1e6), "1e+06");
+        assert_eq!(go_float(123456.0), "123456");
+        assert_eq!(go_float(1.5e-5), "1.5e-05");
+        assert_eq!(go_float(-2.25), "-2.25");
+        assert_eq!(
+            go_json(&json!({"b": 1.0e-7, "a": "<"})),
+            r#"{"a":"\u003c","b":1e-7}"#
+        );
+    }
+
+    #[test]
+    fn go_json_floats_as_encoding_json_writes_them() {
+        assert_eq!(go_json(&json!(1e21)), "1e+21");
+        assert_eq!(go_json(&json!(-1.5e-10)), "-1.5e-10");
+        assert_eq!(go_json(&json!(1.0)), "1");
+    }
+
+    #[test]
+    fn go_json_sorts_and_escapes() {
+        let v = json!({"z": 1, "a": ["<x>", true, null], "m": "&"});
+        assert_eq!(
+            go_json(&v),
+            r#"{"a":["\u003cx\u003e",true,null],"m":"\u0026","z":1}"#
+        );
+        // Keys are escaped like values and sorted by their raw bytes.
+        assert_eq!(
+            go_json(&json!({"a": 1, "<k>\n": "\u{2028}"})),
+            r#"{"\u003ck\u003e\n":"\u2028","a":1}"#
+        );
+    }
 }

@@ -6,8 +6,8 @@
 
 use regex::{Regex, RegexBuilder};
 
-/// Longest pattern accepted (characters).
-pub const MAX_PATTERN_LEN: usize = 64 * 1024;
+/// Longest pattern accepted (bytes of UTF-8).
+const MAX_PATTERN_LEN: usize = 64 * 1024;
 /// Compiled-program cap for patterns written by people (schemas, rules): the `regex`
 /// crate's default.
 const SIZE_LIMIT: usize = 10 * 1024 * 1024;
@@ -297,5 +297,28 @@ fn map_regex_error(original: &str, translated: &str, err: &str) -> String {
         format!("invalid repeat count: `{span}`")
     } else {
         message.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_regex_translation() {
+        let ascii_digit = compile(r"^\d+$").ok();
+        assert!(ascii_digit.as_ref().is_some_and(|r| r.is_match("123")));
+        assert!(ascii_digit.as_ref().is_some_and(|r| !r.is_match("١٢٣")));
+        assert!(compile(r"^{x}$").is_ok_and(|r| r.is_match("{x}")));
+        assert!(compile(r"\Qa.b\E").is_ok_and(|r| r.is_match("a.b") && !r.is_match("axb")));
+        assert!(compile(r"[\d-]").is_ok_and(|r| r.is_match("-")));
+        assert_eq!(
+            compile("a{1001}").err().as_deref(),
+            Some("error parsing regexp: invalid repeat count: `{1001}`")
+        );
+        assert_eq!(
+            compile("[abc").err().as_deref(),
+            Some("error parsing regexp: missing closing ]: `[abc`")
+        );
     }
 }

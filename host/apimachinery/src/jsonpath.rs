@@ -114,7 +114,7 @@ impl JsonPath {
     }
 
     /// The field names of a simple path.
-    pub fn fields(&self) -> Vec<&str> {
+    fn fields(&self) -> Vec<&str> {
         self.steps
             .iter()
             .filter_map(|s| match s {
@@ -176,9 +176,6 @@ impl JsonPath {
         }
         let mut cur = root;
         for f in &fields[..fields.len() - 1] {
-            if !cur.is_object() {
-                return false;
-            }
             cur = match cur {
                 Value::Object(m) => m
                     .entry((*f).to_owned())
@@ -267,6 +264,7 @@ fn bracket(inner: &str) -> Option<Step> {
         .find_map(|op| expr.find(op).map(|pos| (pos, *op)))
     {
         Some((pos, op)) => {
+            let rhs = expr[pos + op.len()..].trim();
             let op = match op {
                 "==" => Op::Eq,
                 "!=" => Op::Ne,
@@ -274,11 +272,6 @@ fn bracket(inner: &str) -> Option<Step> {
                 ">=" => Op::Ge,
                 "<" => Op::Lt,
                 _ => Op::Gt,
-            };
-            let rhs = expr[pos + 2.min(expr.len() - pos)..].trim();
-            let rhs = match op {
-                Op::Lt | Op::Gt => expr[pos + 1..].trim(),
-                _ => rhs,
             };
             let lit = match unquote(rhs) {
                 Some(s) => Value::String(s),
@@ -378,6 +371,12 @@ mod tests {
         assert_eq!(p("..port").find(&d).len(), 2);
         assert!(p(".spec.missing").first(&d).is_none());
         assert!(JsonPath::parse(".spec.ports[0").is_err());
+        // A one-byte operator followed by a multi-byte character.
+        assert!(JsonPath::parse(".spec.ports[?(@.port<é)]").is_err());
+        assert_eq!(
+            p(".spec.ports[?(@.port<=80)].port").find(&d),
+            vec![&json!(80)]
+        );
         assert!(JsonPath::parse("").is_err());
     }
 

@@ -18,7 +18,7 @@
 //! * [`json`]: JSON with duplicate-field detection, YAML, the storage encoding.
 //! * [`jsonpath`]: the JSONPath subset of printer columns and scale paths.
 //! * [`openapi_v2`]: OpenAPI v2 (Swagger 2.0) from the v3 documents, and its gnostic protobuf form.
-//! * [`schema`]: unknown fields, type errors and pruning against OpenAPI schemas.
+//! * [`schema`]: unknown fields, type errors and pruning of built-in kinds against their OpenAPI schemas.
 //! * [`status`]: the `metav1.Status` object.
 //! * [`structural`]: CRD structural schemas: checks, pruning, defaulting, validation.
 #![forbid(unsafe_code)]

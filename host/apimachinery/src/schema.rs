@@ -1,24 +1,16 @@
-//! Checking objects against OpenAPI schemas: unknown fields (`FV-02`..`FV-04`), type errors
-//! (`FV-05`), pruning (`FV-06`).
+//! Checking objects of built-in kinds against their OpenAPI schemas: unknown fields
+//! (`FV-02`..`FV-04`), type errors (`FV-05`), pruning (`FV-06`).
 //!
 //! Schemas are OpenAPI v3 JSON (`$ref` into a definitions map, `allOf` wrappers as
-//! kube-openapi writes them). Two flavours differ in how free-form objects behave:
-//! * built-in kinds ([`Flavor::BuiltIn`]): an object schema without `properties` or
-//!   `additionalProperties` is opaque (Go decodes it as raw JSON), and `null` means "unset";
-//! * structural schemas of CRDs ([`Flavor::Structural`]): such an object keeps no unknown
-//!   field unless `x-kubernetes-preserve-unknown-fields` says so.
+//! kube-openapi writes them). As Go decodes built-in kinds, an object schema without
+//! `properties` or `additionalProperties` is opaque (decoded as raw JSON), and `null` means
+//! "unset". Custom resources are checked against their structural schemas by
+//! [`crate::structural`] instead.
 
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
-/// How to treat free-form objects and nulls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavor {
-    /// Built-in kinds from kube's OpenAPI.
-    BuiltIn,
-    /// CRD structural schemas.
-    Structural,
-}
+use crate::validation::{child, index};
 
 /// A value of the wrong JSON type: a fatal decoding error (400).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,25 +28,17 @@ pub struct TypeError {
 /// What a check found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
-    /// Paths of fields the schema does not know (removed when pruning).
+    /// Paths of fields the schema does not know (removed from the value).
     pub unknown: Vec<String>,
     /// The first type error, if any.
     pub type_error: Option<TypeError>,
 }
 
-/// Checks `value` against `schema`, resolving `$ref`s in `defs`. With `prune`, unknown
-/// fields are removed. Nulls in built-in kinds are removed (Go reads them as "unset").
-pub fn check(
-    value: &mut Value,
-    schema: &Value,
-    defs: &Map<String, Value>,
-    flavor: Flavor,
-    prune: bool,
-) -> Report {
+/// Checks `value` against `schema`, resolving `$ref`s in `defs`, and prunes it: unknown
+/// fields and fields set to `null` (Go reads those as "unset") are removed.
+pub fn check(value: &mut Value, schema: &Value, defs: &Map<String, Value>) -> Report {
     let mut c = Checker {
         defs,
-        flavor,
-        prune,
         report: Report::default(),
     };
     c.walk(value, schema, "");
@@ -63,12 +47,11 @@ pub fn check(
 
 struct Checker<'a> {
     defs: &'a Map<String, Value>,
-    flavor: Flavor,
-    prune: bool,
     report: Report,
 }
 
-fn json_kind(v: &Value) -> &'static str {
+/// How Go's JSON decoder names a JSON value in type errors.
+pub(crate) fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",
@@ -76,14 +59,6 @@ fn json_kind(v: &Value) -> &'static str {
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
-    }
-}
-
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{path}.{key}")
     }
 }
 
@@ -148,11 +123,7 @@ impl<'a> Checker<'a> {
                 Value::Array(items) => {
                     if let Some(item_schema) = s.get("items") {
                         for (i, item) in items.iter_mut().enumerate() {
-                            let p = format!("{path}[{i}]");
-                            if item.is_null() && self.flavor == Flavor::BuiltIn {
-                                continue;
-                            }
-                            self.walk(item, item_schema, &p);
+                            self.walk(item, item_schema, &index(path, i));
                         }
                     }
                 }
@@ -196,12 +167,11 @@ impl<'a> Checker<'a> {
                 );
             }
             Some("date-time")
-                if self.flavor == Flavor::BuiltIn
-                    && time::OffsetDateTime::parse(
-                        text,
-                        &time::format_description::well_known::Rfc3339,
-                    )
-                    .is_err() =>
+                if time::OffsetDateTime::parse(
+                    text,
+                    &time::format_description::well_known::Rfc3339,
+                )
+                .is_err() =>
             {
                 self.type_error(
                     path,
@@ -237,15 +207,13 @@ impl<'a> Checker<'a> {
             .and_then(Value::as_bool)
             == Some(true);
         let free_form = props.is_none() && additional.is_none();
-        if free_form && (self.flavor == Flavor::BuiltIn || preserve) {
+        if free_form {
             return;
         }
-        if self.flavor == Flavor::BuiltIn {
-            map.retain(|_, val| !val.is_null());
-        }
+        map.retain(|_, val| !val.is_null());
         let mut remove = Vec::new();
         for (key, val) in map.iter_mut() {
-            let p = join(path, key);
+            let p = child(path, key);
             if let Some(ps) = props.and_then(|p| p.get(key)) {
                 self.walk(val, ps, &p);
             } else if let Some(a) = additional.filter(|a| a.is_object()) {
@@ -259,10 +227,8 @@ impl<'a> Checker<'a> {
                 remove.push(key.clone());
             }
         }
-        if self.prune {
-            for k in remove {
-                map.remove(&k);
-            }
+        for k in remove {
+            map.remove(&k);
         }
     }
 }
@@ -311,7 +277,7 @@ mod tests {
         let d = defs();
         let mut v = json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","bogus":1,"fieldsV1":{"f:x":{}}},
             "data":{"k":"v"},"bogusField":1,"items":[{"name":"x","zzz":true}]});
-        let r = check(&mut v, &root(), &d, Flavor::BuiltIn, true);
+        let r = check(&mut v, &root(), &d);
         assert_eq!(
             r.unknown,
             vec!["metadata.bogus", "bogusField", "items[0].zzz"]
@@ -343,7 +309,7 @@ mod tests {
             (json!({"binaryData":{"b":"!!"}}), "binaryData.b", "[]byte"),
         ];
         for (mut v, path, expected) in cases {
-            let r = check(&mut v, &root(), &d, Flavor::BuiltIn, true);
+            let r = check(&mut v, &root(), &d);
             let e = r.type_error.expect(path);
             assert_eq!((e.path.as_str(), e.expected.as_str()), (path, expected));
         }
@@ -363,17 +329,8 @@ mod tests {
     fn nulls_mean_unset_for_built_in_kinds() {
         let d = defs();
         let mut v = json!({"data":null,"metadata":{"labels":null,"name":"x"},"port":null});
-        let r = check(&mut v, &root(), &d, Flavor::BuiltIn, true);
+        let r = check(&mut v, &root(), &d);
         assert_eq!(r, Report::default());
         assert_eq!(v, json!({"metadata":{"name":"x"}}));
-    }
-
-    #[test]
-    fn structural_free_form_objects_prune_unless_preserved() {
-        let s = json!({"type":"object","properties":{"spec":{"type":"object"},"status":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}});
-        let mut v = json!({"spec":{"a":1},"status":{"b":2}});
-        let r = check(&mut v, &s, &Map::new(), Flavor::Structural, true);
-        assert_eq!(r.unknown, vec!["spec.a"]);
-        assert_eq!(v, json!({"spec":{},"status":{"b":2}}));
     }
 }

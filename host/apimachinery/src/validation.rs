@@ -23,6 +23,8 @@ use std::fmt::{self, Write as _};
 
 use serde_json::{Map, Value};
 
+use crate::gofmt::go_json;
+
 /// Most bytes that all annotations of one object may hold together (keys plus values).
 pub const TOTAL_ANNOTATION_SIZE_LIMIT_B: usize = 256 * 1024;
 /// Longest DNS-1123 label (and label value, and label-key name part).
@@ -397,8 +399,6 @@ fn go_is_print(c: char) -> bool {
     )
 }
 
-pub use crate::gofmt::go_json;
-
 // ---------------------------------------------------------------------------------------------
 // String formats (k8s.io/apimachinery/pkg/util/validation)
 // ---------------------------------------------------------------------------------------------
@@ -642,7 +642,8 @@ pub fn mask_trailing_dash(name: &str) -> String {
 // ObjectMeta validation (k8s.io/apimachinery/pkg/api/validation)
 // ---------------------------------------------------------------------------------------------
 
-fn child(path: &str, name: &str) -> String {
+/// `field.Path.Child`: `name` below `path` (`a.b`), or `name` alone at the root.
+pub(crate) fn child(path: &str, name: &str) -> String {
     if path.is_empty() {
         name.to_owned()
     } else {
@@ -650,7 +651,8 @@ fn child(path: &str, name: &str) -> String {
     }
 }
 
-fn index(path: &str, i: usize) -> String {
+/// `field.Path.Index`: `path[i]`.
+pub(crate) fn index(path: &str, i: usize) -> String {
     format!("{path}[{i}]")
 }
 
@@ -1151,15 +1153,6 @@ mod tests {
         assert_eq!(go_quote("\n\t\u{0}\u{7f}"), r#""\n\t\x00\x7f""#);
         assert_eq!(go_quote("é\u{a0}\u{200b}"), "\"é\\u00a0\\u200b\"");
         assert_eq!(go_quote("\u{10ffff}"), "\"\\U0010ffff\"");
-    }
-
-    #[test]
-    fn go_json_sorts_and_escapes() {
-        let v = serde_json::json!({"z": 1, "a": ["<x>", true, null], "m": "&"});
-        assert_eq!(
-            go_json(&v),
-            r#"{"a":["\u003cx\u003e",true,null],"m":"\u0026","z":1}"#
-        );
     }
 
     #[test]
