@@ -1000,13 +1000,17 @@ impl FieldSelector {
         Ok(Self { requirements })
     }
 
-    /// Both selectors' terms (AND).
-    pub fn and(mut self, other: FieldSelector) -> FieldSelector {
-        self.requirements.extend(other.requirements);
-        self
+    /// Adds the term `field=value` (ANDed) after the existing ones.
+    pub fn and_equals(&mut self, field: impl Into<String>, value: impl Into<String>) {
+        self.requirements.push(FieldRequirement {
+            field: field.into(),
+            op: FieldOp::Equals,
+            value: value.into(),
+        });
     }
 
-    /// The terms, in Go's order (sorted by their source text).
+    /// The terms: the parsed ones in Go's order (sorted by their source text), then those
+    /// added by [`FieldSelector::and_equals`], in the order they were added.
     pub fn requirements(&self) -> &[FieldRequirement] {
         &self.requirements
     }
@@ -1388,4 +1392,31 @@ pub fn builtin_field_value(
         // Accepted by the conversion but not in the selectable set (e.g. status.podIPs).
         _ => String::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn and_equals_adds_an_exact_term_after_the_parsed_ones() {
+        let mut sel = FieldSelector::parse("status.phase!=Running").unwrap();
+        // Taken as is: no escaping or parsing of the value.
+        sel.and_equals("metadata.name", r"a,b=c\d");
+        assert_eq!(sel.requirements().len(), 2);
+        assert_eq!(sel.requirements()[1].field, "metadata.name");
+        assert_eq!(sel.exact("metadata.name"), Some(r"a,b=c\d"));
+        let get = |name: &'static str| {
+            move |f: &str| match f {
+                "metadata.name" => Some(name.to_owned()),
+                _ => Some("Pending".to_owned()),
+            }
+        };
+        assert!(sel.matches(get(r"a,b=c\d")));
+        assert!(!sel.matches(get("a")));
+        assert_eq!(
+            sel.to_string(),
+            r"status.phase!=Running,metadata.name=a\,b\=c\\d"
+        );
+    }
 }

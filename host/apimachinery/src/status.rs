@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::media::{NotAcceptable, UnsupportedMediaType};
 use crate::validation::FieldError;
 
 /// One cause of a failure.
@@ -261,6 +262,20 @@ impl Status {
     }
 }
 
+/// 415 UnsupportedMediaType: a request body (or patch) in a media type not accepted here.
+impl From<UnsupportedMediaType> for Status {
+    fn from(e: UnsupportedMediaType) -> Status {
+        Status::failure(415, "UnsupportedMediaType", e.to_string())
+    }
+}
+
+/// 406 NotAcceptable: no response media type the client accepts.
+impl From<NotAcceptable> for Status {
+    fn from(e: NotAcceptable) -> Status {
+        Status::failure(406, "NotAcceptable", e.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,6 +305,26 @@ mod tests {
         assert!(
             c.message
                 .starts_with("Operation cannot be fulfilled on widgets.example.com \"w\"")
+        );
+    }
+
+    #[test]
+    fn media_errors_map_to_415_and_406() {
+        let s = Status::from(UnsupportedMediaType {
+            accepted: "application/json, application/yaml",
+        });
+        assert_eq!((s.code, s.reason.as_str()), (415, "UnsupportedMediaType"));
+        assert_eq!(
+            s.message,
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
+        );
+        let s = Status::from(NotAcceptable {
+            accepted: "application/json",
+        });
+        assert_eq!((s.code, s.reason.as_str()), (406, "NotAcceptable"));
+        assert_eq!(
+            s.message,
+            "only the following media types are accepted: application/json"
         );
     }
 }

@@ -20,17 +20,26 @@ pub const BOOTSTRAP_NAMESPACES: [&str; 4] =
 
 const MAX_DATA_BYTES: usize = 1024 * 1024;
 
-/// Whether a deleting object may now leave storage: no `metadata.finalizers`, and for a
-/// namespace no `spec.finalizers` either (`DEL-01`, `URL-10`).
+/// Whether finalizers keep an object in storage once it is deleted: `metadata.finalizers`,
+/// and for a namespace `spec.finalizers` too (`DEL-01`, `URL-10`).
+pub fn has_finalizers(obj: &Value) -> bool {
+    let is_namespace = || {
+        obj.get("kind").and_then(Value::as_str) == Some("Namespace")
+            && obj.get("apiVersion").and_then(Value::as_str) == Some("v1")
+    };
+    let spec_finalizers = || {
+        obj.get("spec")
+            .and_then(|s| s.get("finalizers"))
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty())
+    };
+    !crate::object::finalizers(obj).is_empty() || (is_namespace() && spec_finalizers())
+}
+
+/// Whether a deleting object may now leave storage: it has no finalizers left
+/// ([`has_finalizers`]).
 pub fn removal_due(obj: &Value) -> bool {
-    let spec_finalizers = obj
-        .get("spec")
-        .and_then(|s| s.get("finalizers"))
-        .and_then(Value::as_array)
-        .is_some_and(|f| !f.is_empty())
-        && obj.get("kind").and_then(Value::as_str) == Some("Namespace")
-        && obj.get("apiVersion").and_then(Value::as_str) == Some("v1");
-    crate::object::is_deleting(obj) && crate::object::finalizers(obj).is_empty() && !spec_finalizers
+    crate::object::is_deleting(obj) && !has_finalizers(obj)
 }
 
 /// Name validation of a type: DNS-1123 label for namespaces, subdomain otherwise.

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 use wasmgate_apimachinery::options::FieldValidation;
-use wasmgate_apimachinery::schema::{self, Flavor};
+use wasmgate_apimachinery::schema;
 use wasmgate_apimachinery::status::Status;
 use wasmgate_apimachinery::table::{self, ColumnDefinition};
 use wasmgate_apimachinery::validation::FieldError;
@@ -43,7 +43,7 @@ impl Ctx {
             Behavior::Builtin(_) => {
                 let defs = builtin_definitions();
                 let root = json!({"$ref": format!("#/components/schemas/{}", self.rt.schema_name)});
-                let report = schema::check(obj, &root, defs, Flavor::BuiltIn, true);
+                let report = schema::check(obj, &root, defs);
                 if let Some(e) = report.type_error {
                     return Err(Status::bad_request(schema::type_error_message(
                         &self.rt.kind,
@@ -148,7 +148,8 @@ impl Ctx {
         }
     }
 
-    /// How stored objects are shown at the request's version (`None`: as stored).
+    /// How stored objects are shown at the request's version (`None`: as stored). It copies
+    /// the storage version's schema: build it once per request and borrow it.
     pub(crate) fn presenter(&self) -> Option<Presenter> {
         let c = self.rt.custom()?;
         Some(Presenter {
@@ -167,21 +168,7 @@ impl Ctx {
 
     /// A stored object as the request's version shows it (`CONV-01`): see [`Presenter`].
     pub(crate) fn present(&self, raw: Bytes) -> ApiResult<Obj> {
-        match self.presenter() {
-            Some(p) if p.needs(&raw) => {
-                let mut obj = crate::object::from_stored(&raw).map_err(ApiError::internal)?;
-                p.apply(&mut obj);
-                Ok(Obj::Value(obj))
-            }
-            _ => Ok(Obj::Raw(raw)),
-        }
-    }
-
-    /// [`Ctx::present`] for a decoded object.
-    pub(crate) fn present_value(&self, obj: &mut Value) {
-        if let Some(p) = self.presenter() {
-            p.apply(obj);
-        }
+        present_stored(self.presenter().as_ref(), raw)
     }
 
     /// Table columns of the kind at the request's version (`TABLE-05`).
@@ -207,11 +194,42 @@ impl Ctx {
     }
 }
 
+/// Stored bytes as `presenter` shows them (`None`: as stored): the bytes themselves when
+/// they need no change, else the decoded and changed object.
+pub(crate) fn present_stored(presenter: Option<&Presenter>, raw: Bytes) -> ApiResult<Obj> {
+    match presenter {
+        Some(p) if p.needs(&raw) => {
+            let mut obj = crate::object::from_stored(&raw).map_err(ApiError::internal)?;
+            p.apply(&mut obj);
+            Ok(Obj::Value(obj))
+        }
+        _ => Ok(Obj::Raw(raw)),
+    }
+}
+
+/// [`present_stored`] for stored bytes already decoded into `obj`.
+pub(crate) fn present_decoded(presenter: Option<&Presenter>, raw: Bytes, mut obj: Value) -> Obj {
+    match presenter {
+        Some(p) if p.needs(&raw) => {
+            p.apply(&mut obj);
+            Obj::Value(obj)
+        }
+        _ => Obj::Raw(raw),
+    }
+}
+
+/// A decoded object in its stored form, changed as `presenter` shows it.
+pub(crate) fn present_value(presenter: Option<&Presenter>, mut obj: Value) -> Obj {
+    if let Some(p) = presenter {
+        p.apply(&mut obj);
+    }
+    Obj::Value(obj)
+}
+
 /// Shows stored custom resources at a requested version: stored bytes pass through
 /// untouched when they already are that version and need no read-time defaulting;
 /// otherwise the storage version's defaults are applied (`CRDV-04`) and `apiVersion` is
 /// rewritten (conversion strategy `None`, `CONV-01`, `CONV-02`).
-#[derive(Clone)]
 pub(crate) struct Presenter {
     prefix: String,
     group: String,

@@ -3,6 +3,7 @@
 
 use rand::Rng;
 use serde_json::{Map, Value};
+use wasmgate_apimachinery::gofmt::rfc3339;
 use wasmgate_apimachinery::json;
 use wasmgate_storage::{Revision, Value as StoredValue};
 
@@ -63,8 +64,6 @@ pub fn is_deleting(obj: &Value) -> bool {
 pub fn now_rfc3339() -> String {
     rfc3339(time::OffsetDateTime::now_utc())
 }
-
-pub use wasmgate_apimachinery::gofmt::rfc3339;
 
 /// A random UUID v4 (`META-04`).
 pub fn new_uid() -> String {

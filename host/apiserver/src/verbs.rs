@@ -57,15 +57,7 @@ pub(crate) async fn dispatch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<B
             ctx.warnings.push(w.clone());
         }
         if c.terminating && ctx.req.verb == Verb::Create {
-            return Err(Status::failure(
-                405,
-                "MethodNotAllowed",
-                format!(
-                    "create not allowed while custom resource definition {} is terminating",
-                    c.crd_name
-                ),
-            )
-            .into());
+            return Err(create_refused_while_terminating(&c.crd_name));
         }
     }
     if ctx.req.subresource.as_deref() == Some("scale") {
@@ -81,6 +73,16 @@ pub(crate) async fn dispatch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<B
         Verb::Delete => delete::delete(ctx, body).await,
         Verb::DeleteCollection => delete_collection::delete_collection(ctx, body).await,
     }
+}
+
+/// 405 for a create of a custom resource whose CRD is being deleted.
+pub(crate) fn create_refused_while_terminating(crd_name: &str) -> ApiError {
+    Status::failure(
+        405,
+        "MethodNotAllowed",
+        format!("create not allowed while custom resource definition {crd_name} is terminating"),
+    )
+    .into()
 }
 
 /// A stored object: raw bytes (served as is when possible) or a decoded value.
@@ -127,8 +129,7 @@ impl Ctx {
 
     pub(crate) fn output(&self) -> ApiResult<Output> {
         let accept = media::parse_accept(header_str(&self.headers, header::ACCEPT));
-        media::negotiate_output(&accept, true)
-            .map_err(|e| Status::failure(406, "NotAcceptable", e.to_string()).into())
+        media::negotiate_output(&accept, true).map_err(|e| Status::from(e).into())
     }
 
     fn pretty(&self) -> bool {
@@ -309,8 +310,7 @@ impl Ctx {
     /// Decodes a request body of a create or update.
     pub(crate) fn decode_body(&self, body: &Bytes) -> ApiResult<Decoded> {
         let ct = header_str(&self.headers, header::CONTENT_TYPE);
-        let ty = media::body_type(ct)
-            .map_err(|e| Status::failure(415, "UnsupportedMediaType", e.to_string()))?;
+        let ty = media::body_type(ct).map_err(Status::from)?;
         let decoded = match ty {
             BodyType::Json => wjson::from_slice(body).map_err(|e| {
                 Status::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
@@ -319,11 +319,9 @@ impl Ctx {
                 .map_err(|e| Status::bad_request(format!("error converting YAML to JSON: {e}")))?,
             BodyType::Protobuf if self.is_custom() => {
                 // ENC-05: no protobuf for custom resources.
-                return Err(Status::failure(
-                    415,
-                    "UnsupportedMediaType",
-                    "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
-                )
+                return Err(Status::from(media::UnsupportedMediaType {
+                    accepted: "application/json, application/yaml",
+                })
                 .into());
             }
             BodyType::Protobuf => {
@@ -444,7 +442,7 @@ impl Ctx {
     /// object, the strategy prepares the rest, then the object is validated.
     pub(crate) fn before_update(&self, new: &mut Value, old: &Value) -> ApiResult<()> {
         {
-            let old_meta = meta(old).clone();
+            let old_meta = meta(old);
             let m = object::meta_mut(new);
             if m.get("uid")
                 .and_then(Value::as_str)
@@ -487,7 +485,8 @@ impl Ctx {
     /// kube's GuaranteedUpdate: read the current object, compute the new one, write it
     /// guarded by the revision read; on a conflict, retry unless the client pinned a
     /// `resourceVersion`. An object whose last finalizer is removed while it is being
-    /// deleted is deleted. Returns the stored object.
+    /// deleted is deleted. Returns the object as the request's version shows it: as stored
+    /// (or as it would be, on a dry run), or unchanged when the update changes nothing.
     ///
     /// `pinned`: the client set `metadata.resourceVersion` (in a PUT body or in a patch),
     /// making it a precondition: a mismatch is 409, never retried (`UPD-02`).
@@ -497,9 +496,10 @@ impl Ctx {
         dry_run: bool,
         pinned: bool,
         mut compute: impl FnMut(&Value) -> ApiResult<Value>,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<Obj> {
         let key = self.key(name);
         let target = self.target(name);
+        let presenter = self.presenter();
         for _ in 0..64 {
             let (_, cur) = self
                 .inner
@@ -509,7 +509,13 @@ impl Ctx {
                 .map_err(|e| storage_error(e, target))?;
             let cur = cur.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
             let mut cur_obj = object::from_stored(&cur.value).map_err(ApiError::internal)?;
-            self.present_value(&mut cur_obj);
+            let presented = match &presenter {
+                Some(p) if p.needs(&cur.value) => {
+                    p.apply(&mut cur_obj);
+                    true
+                }
+                _ => false,
+            };
             let mut new = compute(&cur_obj)?;
             if pinned
                 && meta_str(&new, "resourceVersion") != Some(cur.revision.to_string().as_str())
@@ -526,10 +532,14 @@ impl Ctx {
             object::set_resource_version(&mut new, cur.revision);
             if object::same_content(&new, &cur_obj) {
                 // No change: no write, no new resourceVersion (kubectl prints "unchanged").
-                return Ok(cur_obj);
+                return Ok(if presented {
+                    Obj::Value(cur_obj)
+                } else {
+                    Obj::Raw(cur.value)
+                });
             }
             if dry_run {
-                return Ok(new);
+                return Ok(Obj::Value(new));
             }
             self.to_storage(&mut new);
             let finished = crate::builtin::removal_due(&new);
@@ -541,19 +551,16 @@ impl Ctx {
             match self
                 .inner
                 .store
-                .write(Write {
-                    key: key.clone(),
-                    precondition: Precondition::Revision(cur.revision),
+                .write(Write::new(
+                    key.clone(),
+                    Precondition::Revision(cur.revision),
                     op,
-                    guards: Vec::new(),
-                })
+                ))
                 .await
             {
                 Ok(c) => {
-                    let mut stored = object::from_stored(&c.value).map_err(ApiError::internal)?;
-                    self.present_value(&mut stored);
                     self.after_write(c.revision).await;
-                    return Ok(stored);
+                    return crate::kinds::present_stored(presenter.as_ref(), c.value);
                 }
                 Err(wasmgate_storage::StorageError::Conflict { .. }) if !pinned => {
                     continue;

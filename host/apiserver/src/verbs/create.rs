@@ -8,7 +8,7 @@ use wasmgate_apimachinery::status::Status;
 use wasmgate_apimachinery::validation::FieldError;
 use wasmgate_storage::{Precondition, StorageError, Write, WriteOp};
 
-use super::{Ctx, Obj};
+use super::{Ctx, Obj, create_refused_while_terminating};
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult, storage_error};
 use crate::object::{self, meta_mut, meta_str};
@@ -29,8 +29,9 @@ enum Attempt {
 }
 
 pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
+    let opts = WriteOptions::from_query(&ctx.query).map_err(|e| Status::bad_request(e.0))?;
     for _ in 0..GUARD_ATTEMPTS {
-        match create_once(ctx, &body).await {
+        match create_once(ctx, &opts, &body).await {
             Attempt::Done(r) => return r,
             Attempt::GuardChanged { key, actual } => {
                 if ctx.rt.custom().is_some_and(|c| c.crd_key == key) {
@@ -42,12 +43,7 @@ pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
                         .cloned()
                         .ok_or_else(|| ApiError::from(Status::not_found_path()))?;
                     if let Some(c) = ctx.rt.custom().filter(|c| c.terminating) {
-                        return Err(Status::failure(
-                            405,
-                            "MethodNotAllowed",
-                            format!("create not allowed while custom resource definition {} is terminating", c.crd_name),
-                        )
-                        .into());
+                        return Err(create_refused_while_terminating(&c.crd_name));
                     }
                 }
             }
@@ -61,8 +57,8 @@ pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
 }
 
 /// One create: everything from the body to the guarded write.
-async fn create_once(ctx: &mut Ctx, body: &Bytes) -> Attempt {
-    let (mut obj, generated) = match prepare(ctx, body).await {
+async fn create_once(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> Attempt {
+    let (mut obj, generated) = match prepare(ctx, opts, body) {
         Ok(x) => x,
         Err(e) => return Attempt::Done(Err(e)),
     };
@@ -78,29 +74,24 @@ async fn create_once(ctx: &mut Ctx, body: &Bytes) -> Attempt {
     if let Some(c) = ctx.rt.custom() {
         guards.push((c.crd_key.clone(), c.crd_revision));
     }
-    let obj = &mut obj;
-    let dry_run = match WriteOptions::from_query(&ctx.query) {
-        Ok(o) => o.dry_run,
-        Err(e) => return Attempt::Done(Err(Status::bad_request(e.0).into())),
-    };
+    if opts.dry_run {
+        // Everything ran but the store: nothing is written, no revision is used.
+        meta_mut(&mut obj).remove("resourceVersion");
+        return Attempt::Done(ctx.respond_object(StatusCode::CREATED, Obj::Value(obj)));
+    }
+    // Only `metadata.name` changes between attempts; the storage form is kept throughout.
+    ctx.to_storage(&mut obj);
     let attempts = if generated { GENERATE_NAME_ATTEMPTS } else { 1 };
     for attempt in 0..attempts {
         if attempt > 0 {
-            let prefix = meta_str(obj, "generateName").unwrap_or("").to_owned();
-            meta_mut(obj).insert("name".into(), Value::String(object::generate_name(&prefix)));
+            let prefix = meta_str(&obj, "generateName").unwrap_or("").to_owned();
+            meta_mut(&mut obj).insert("name".into(), Value::String(object::generate_name(&prefix)));
         }
-        let name = meta_str(obj, "name").unwrap_or("").to_owned();
-        if dry_run {
-            // Everything ran but the store: nothing is written, no revision is used.
-            meta_mut(obj).remove("resourceVersion");
-            return Attempt::Done(ctx.respond_object(StatusCode::CREATED, Obj::Value(obj.clone())));
-        }
-        let mut stored = obj.clone();
-        ctx.to_storage(&mut stored);
+        let name = meta_str(&obj, "name").unwrap_or("").to_owned();
         let write = Write {
             key: ctx.key(&name),
             precondition: Precondition::Absent,
-            op: WriteOp::Put(object::to_stored(&stored)),
+            op: WriteOp::Put(object::to_stored(&obj)),
             guards: std::mem::take(&mut guards),
         };
         let kept = write.guards.clone();
@@ -128,8 +119,7 @@ async fn create_once(ctx: &mut Ctx, body: &Bytes) -> Attempt {
 
 /// Decode, type checks, field validation, BeforeCreate. Returns the object and whether its
 /// name was generated.
-async fn prepare(ctx: &mut Ctx, body: &Bytes) -> ApiResult<(Value, bool)> {
-    let opts = WriteOptions::from_query(&ctx.query).map_err(|e| Status::bad_request(e.0))?;
+fn prepare(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> ApiResult<(Value, bool)> {
     let decoded = ctx.decode_body(body)?;
     let mut obj = decoded.value;
     ctx.check_type_meta(&mut obj)?;

@@ -13,34 +13,31 @@ use wasmgate_storage::{Precondition, ReadAt, StorageError, Write, WriteOp};
 
 use super::{Ctx, Obj};
 use crate::body::Body;
-use crate::builtin::IMMORTAL_NAMESPACES;
+use crate::builtin::{IMMORTAL_NAMESPACES, has_finalizers};
 use crate::error::{ApiError, ApiResult, storage_error};
+use crate::kinds::{Presenter, present_decoded, present_stored, present_value};
 use crate::object::{self, meta_mut, meta_str};
 use crate::registry::Builtin;
 
-/// What a delete did.
+/// What a delete did; objects are as the request's version shows them.
 pub(super) enum Deleted {
-    /// Removed from storage; the object as it was.
-    Removed(Value),
+    /// Removed from storage; the object as it was, and its uid.
+    Removed { obj: Obj, uid: String },
     /// Marked for deletion (finalizers pending); the object as stored now.
-    Pending(Value),
+    Pending(Obj),
 }
 
 pub(super) async fn delete(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
     let opts = delete_options(ctx, &body)?;
     let name = ctx.name().to_owned();
     let ns = ctx.namespace().map(str::to_owned);
-    match delete_one(ctx, ns.as_deref(), &name, &opts).await? {
-        Deleted::Pending(mut obj) => {
-            ctx.present_value(&mut obj);
-            ctx.respond_object(StatusCode::OK, Obj::Value(obj))
+    let presenter = ctx.presenter();
+    match delete_one(ctx, presenter.as_ref(), ns.as_deref(), &name, &opts).await? {
+        Deleted::Pending(obj) => ctx.respond_object(StatusCode::OK, obj),
+        Deleted::Removed { obj, .. } if ctx.delete_returns_object() => {
+            ctx.respond_object(StatusCode::OK, obj)
         }
-        Deleted::Removed(mut obj) if ctx.delete_returns_object() => {
-            ctx.present_value(&mut obj);
-            ctx.respond_object(StatusCode::OK, Obj::Value(obj))
-        }
-        Deleted::Removed(obj) => {
-            let uid = meta_str(&obj, "uid").unwrap_or("").to_owned();
+        Deleted::Removed { uid, .. } => {
             let s = Status::success(ctx.target(&name), &uid);
             Ok(crate::handler::bytes_response(
                 StatusCode::OK,
@@ -67,8 +64,10 @@ pub(super) fn delete_options(ctx: &Ctx, body: &Bytes) -> ApiResult<DeleteOptions
 }
 
 /// Deletes one object, retrying on conflicts unless the client gave preconditions.
+/// `presenter` is the request's [`Ctx::presenter`].
 pub(super) async fn delete_one(
     ctx: &Ctx,
+    presenter: Option<&Presenter>,
     namespace: Option<&str>,
     name: &str,
     opts: &DeleteOptions,
@@ -93,20 +92,12 @@ pub(super) async fn delete_one(
         let cur = cur.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
         let mut obj = object::from_stored(&cur.value).map_err(ApiError::internal)?;
         check_preconditions(target, opts, &obj)?;
-        let pending = if ctx.rt.builtin() == Some(Builtin::Namespace) {
-            let spec_finalizers = obj
-                .get("spec")
-                .and_then(|s| s.get("finalizers"))
-                .and_then(Value::as_array)
-                .is_some_and(|f| !f.is_empty());
-            spec_finalizers || !object::finalizers(&obj).is_empty()
-        } else {
-            !object::finalizers(&obj).is_empty()
-        };
+        let pending = has_finalizers(&obj);
+        let uid = meta_str(&obj, "uid").unwrap_or("").to_owned();
         let write = if pending {
             if object::is_deleting(&obj) {
                 // Already being deleted: nothing more to do.
-                return Ok(Deleted::Pending(obj));
+                return Ok(Deleted::Pending(present_decoded(presenter, cur.value, obj)));
             }
             let m = meta_mut(&mut obj);
             if !m.contains_key("deletionTimestamp") {
@@ -117,33 +108,35 @@ pub(super) async fn delete_one(
                 obj["status"]["phase"] = json!("Terminating");
             }
             if dry {
-                return Ok(Deleted::Pending(obj));
+                return Ok(Deleted::Pending(present_value(presenter, obj)));
             }
             WriteOp::Put(object::to_stored(&obj))
         } else {
             if dry {
-                return Ok(Deleted::Removed(obj));
+                return Ok(Deleted::Removed {
+                    obj: present_decoded(presenter, cur.value, obj),
+                    uid,
+                });
             }
             WriteOp::Delete(object::to_stored(&obj))
         };
         let res = ctx
             .inner
             .store
-            .write(Write {
-                key: key.clone(),
-                precondition: Precondition::Revision(cur.revision),
-                op: write,
-                guards: Vec::new(),
-            })
+            .write(Write::new(
+                key.clone(),
+                Precondition::Revision(cur.revision),
+                write,
+            ))
             .await;
         match res {
             Ok(c) => {
                 ctx.after_write(c.revision).await;
-                let stored = object::from_stored(&c.value).map_err(ApiError::internal)?;
+                let obj = present_stored(presenter, c.value)?;
                 return Ok(if pending {
-                    Deleted::Pending(stored)
+                    Deleted::Pending(obj)
                 } else {
-                    Deleted::Removed(stored)
+                    Deleted::Removed { obj, uid }
                 });
             }
             Err(StorageError::Conflict { .. }) if !pinned => continue,

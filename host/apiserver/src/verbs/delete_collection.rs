@@ -8,7 +8,7 @@ use wasmgate_apimachinery::status::Status;
 
 use super::delete::{Deleted, delete_one, delete_options};
 use super::list::read_list;
-use super::{Ctx, Filter, Obj};
+use super::{Ctx, Filter};
 use crate::body::Body;
 use crate::error::ApiResult;
 use crate::object::meta_str;
@@ -21,17 +21,24 @@ pub(super) async fn delete_collection(ctx: &mut Ctx, body: Bytes) -> ApiResult<R
         list_opts.label_selector.clone(),
         list_opts.field_selector.clone(),
     )?;
-    let listed = read_list(ctx, &filter, ListSemantics::MostRecent, 0).await?;
+    let presenter = ctx.presenter();
+    let listed = read_list(
+        ctx,
+        presenter.as_ref(),
+        &filter,
+        ListSemantics::MostRecent,
+        0,
+    )
+    .await?;
     let mut deleted = Vec::new();
     for item in listed.items {
-        let obj = item.value()?.into_owned();
-        let name = meta_str(&obj, "name").unwrap_or("").to_owned();
-        let ns = meta_str(&obj, "namespace").map(str::to_owned);
-        match delete_one(ctx, ns.as_deref(), &name, &opts).await {
-            Ok(Deleted::Removed(mut o) | Deleted::Pending(mut o)) => {
-                ctx.present_value(&mut o);
-                deleted.push(Obj::Value(o));
-            }
+        let (name, ns) = {
+            let obj = item.value()?;
+            let name = meta_str(&obj, "name").unwrap_or("").to_owned();
+            (name, meta_str(&obj, "namespace").map(str::to_owned))
+        };
+        match delete_one(ctx, presenter.as_ref(), ns.as_deref(), &name, &opts).await {
+            Ok(Deleted::Removed { obj, .. } | Deleted::Pending(obj)) => deleted.push(obj),
             // Gone meanwhile: nothing to report.
             Err(e) if e.status.code == 404 => {}
             Err(e) => return Err(e),

@@ -10,6 +10,7 @@ use wasmgate_storage::{ReadAt, StorageError};
 use super::{Ctx, Filter, Obj};
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult, storage_error};
+use crate::kinds::{Presenter, present_decoded, present_stored};
 use crate::object;
 
 /// The items of one page and where the next starts.
@@ -28,7 +29,8 @@ pub(super) async fn list(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         opts.field_selector.clone(),
     )?;
     let semantics = list_semantics(&opts).map_err(|e| Status::bad_request(e.0))?;
-    let listed = read_list(ctx, &filter, semantics, opts.limit).await?;
+    let presenter = ctx.presenter();
+    let listed = read_list(ctx, presenter.as_ref(), &filter, semantics, opts.limit).await?;
     ctx.respond_list(
         listed.items,
         listed.revision,
@@ -37,9 +39,11 @@ pub(super) async fn list(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     )
 }
 
-/// Reads one page (or everything, with limit 0) of the collection the request names.
+/// Reads one page (or everything, with limit 0) of the collection the request names, its
+/// items as `presenter` (the request's [`Ctx::presenter`]) shows them.
 pub(super) async fn read_list(
     ctx: &Ctx,
+    presenter: Option<&Presenter>,
     filter: &Filter,
     semantics: ListSemantics,
     limit: u64,
@@ -89,16 +93,11 @@ pub(super) async fn read_list(
         let last_key = page.items.last().map(|v| v.key.clone());
         for v in page.items {
             if filter.is_everything() {
-                items.push(ctx.present(v.value)?);
+                items.push(present_stored(presenter, v.value)?);
             } else {
-                let mut obj = object::from_stored(&v.value).map_err(ApiError::internal)?;
+                let obj = object::from_stored(&v.value).map_err(ApiError::internal)?;
                 if filter.matches(&obj) {
-                    if ctx.is_custom() {
-                        ctx.present_value(&mut obj);
-                        items.push(Obj::Value(obj));
-                    } else {
-                        items.push(Obj::Raw(v.value));
-                    }
+                    items.push(present_decoded(presenter, v.value, obj));
                 }
             }
         }

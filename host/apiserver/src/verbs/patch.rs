@@ -5,21 +5,22 @@
 
 use bytes::Bytes;
 use http::{Response, StatusCode, header};
+use serde::Deserialize;
 use serde_json::Value;
 use wasmgate_apimachinery::media::{self, PatchType};
 use wasmgate_apimachinery::options::WriteOptions;
 use wasmgate_apimachinery::status::Status;
 use wasmgate_apimachinery::strategic_merge::{self, SmpError};
 
-use super::{Ctx, Obj};
+use super::Ctx;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::handler::header_str;
 
 pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
     let opts = WriteOptions::from_query(&ctx.query).map_err(|e| Status::bad_request(e.0))?;
-    let ty = media::patch_type(header_str(&ctx.headers, header::CONTENT_TYPE))
-        .map_err(|e| Status::failure(415, "UnsupportedMediaType", e.to_string()))?;
+    let ty =
+        media::patch_type(header_str(&ctx.headers, header::CONTENT_TYPE)).map_err(Status::from)?;
     if ty == PatchType::Apply {
         return Err(Status::failure(
             415,
@@ -30,11 +31,9 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
     }
     if ty == PatchType::StrategicMerge && ctx.is_custom() {
         // PATCH-04: strategic merge patch needs Go struct tags custom resources lack.
-        return Err(Status::failure(
-            415,
-            "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json",
-        )
+        return Err(Status::from(media::UnsupportedMediaType {
+            accepted: "application/json-patch+json, application/merge-patch+json",
+        })
         .into());
     }
     if opts.force.is_some() {
@@ -47,7 +46,7 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
         .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
     let json_patch: Option<json_patch::Patch> = match ty {
         PatchType::Json => Some(
-            serde_json::from_value(patch.clone())
+            json_patch::Patch::deserialize(&patch)
                 .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?,
         ),
         _ => {
@@ -64,7 +63,7 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
     let name = ctx.name().to_owned();
     let mut warnings = Vec::new();
     let pinned = pins_resource_version(&patch);
-    let stored = ctx
+    let out = ctx
         .guaranteed_update(&name, opts.dry_run, pinned, |current| {
             let mut new = match (ty, &json_patch) {
                 (PatchType::Json, Some(p)) => {
@@ -88,7 +87,7 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
     warnings.sort();
     warnings.dedup();
     ctx.warnings.extend(warnings);
-    ctx.respond_object(StatusCode::OK, Obj::Value(stored))
+    ctx.respond_object(StatusCode::OK, out)
 }
 
 /// Most operations in one JSON patch (kube-apiserver's limit).

@@ -3,6 +3,7 @@
 
 use bytes::Bytes;
 use http::{Response, StatusCode, header};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use wasmgate_apimachinery::json as wjson;
 use wasmgate_apimachinery::media::{self, Output, PatchType};
@@ -17,7 +18,7 @@ use crate::custom::{ScaleSpec, scale_of};
 use crate::error::{ApiError, ApiResult, storage_error};
 use crate::handler::bytes_response as response;
 use crate::handler::header_str;
-use crate::object::{self, meta_str};
+use crate::object::meta_str;
 
 pub(super) async fn scale(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
     let spec = ctx
@@ -36,9 +37,7 @@ pub(super) async fn scale(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
                 .await
                 .map_err(|e| storage_error(e, target))?;
             let found = found.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
-            let mut obj = object::from_stored(&found.value).map_err(ApiError::internal)?;
-            ctx.present_value(&mut obj);
-            scale_of(&spec, &obj)
+            scale_of(&spec, &*ctx.present(found.value)?.value()?)
         }
         Verb::Update => {
             let desired = ctx.decode_body(&body)?.value;
@@ -46,18 +45,25 @@ pub(super) async fn scale(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
         }
         Verb::Patch => {
             let ty = media::patch_type(header_str(&ctx.headers, header::CONTENT_TYPE))
-                .map_err(|e| Status::failure(415, "UnsupportedMediaType", e.to_string()))?;
+                .map_err(Status::from)?;
             let patch: Value = serde_json::from_slice(&body)
                 .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
+            // Decoded once; a bad JSON patch is reported where it is applied (after the
+            // object is read: a missing object is 404 first).
+            let json_patch = (ty == PatchType::Json).then(|| {
+                json_patch::Patch::deserialize(&patch)
+                    .map_err(|e| format!("error decoding patch: {e}"))
+            });
             write(ctx, &spec, &name, |current| {
                 let mut doc = current.clone();
                 match ty {
                     PatchType::Json => {
-                        let p: json_patch::Patch =
-                            serde_json::from_value(patch.clone()).map_err(|e| {
-                                Status::bad_request(format!("error decoding patch: {e}"))
-                            })?;
-                        super::patch::apply_json_patch(&mut doc, &p, ctx_limit)?;
+                        if let Some(p) = &json_patch {
+                            let p = p
+                                .as_ref()
+                                .map_err(|e| ApiError::from(Status::bad_request(e.clone())))?;
+                            super::patch::apply_json_patch(&mut doc, p, ctx_limit)?;
+                        }
                     }
                     // A Scale has no lists: strategic merge is a merge patch here.
                     PatchType::Merge | PatchType::StrategicMerge => {
@@ -109,7 +115,7 @@ async fn write(
 ) -> ApiResult<Value> {
     let opts = WriteOptions::from_query(&ctx.query).map_err(|e| Status::bad_request(e.0))?;
     let ctx_ref = &*ctx;
-    let stored = ctx_ref
+    let out = ctx_ref
         .guaranteed_update(name, opts.dry_run, false, |current| {
             let want = desired(&scale_of(spec, current))?;
             if want.get("kind").and_then(Value::as_str).is_some_and(|k| k != "Scale") {
@@ -138,5 +144,5 @@ async fn write(
             Ok(new)
         })
         .await?;
-    Ok(scale_of(spec, &stored))
+    Ok(scale_of(spec, &*out.value()?))
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use wasmgate_apimachinery::options::WriteOptions;
 use wasmgate_apimachinery::status::Status;
 
-use super::{Ctx, Obj};
+use super::Ctx;
 use crate::body::Body;
 use crate::error::ApiResult;
 use crate::object::{meta_mut, meta_str};
@@ -46,12 +46,12 @@ pub(super) async fn update(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
         }
     }
     let pinned = meta_str(&obj, "resourceVersion").is_some_and(|v| !v.is_empty());
-    let stored = ctx
+    let out = ctx
         .guaranteed_update(&name, opts.dry_run, pinned, |current| {
             let mut new = obj.clone();
             ctx.before_update(&mut new, current)?;
             Ok(new)
         })
         .await?;
-    ctx.respond_object(StatusCode::OK, Obj::Value(stored))
+    ctx.respond_object(StatusCode::OK, out)
 }

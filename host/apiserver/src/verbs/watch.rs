@@ -19,9 +19,8 @@ use http::{HeaderValue, Response, StatusCode, header};
 use rand::Rng;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use wasmgate_apimachinery::media::Output;
+use wasmgate_apimachinery::media::{NotAcceptable, Output};
 use wasmgate_apimachinery::options::{ListOptions, ListSemantics, WatchStart, watch_start};
-use wasmgate_apimachinery::selectors;
 use wasmgate_apimachinery::status::Status;
 use wasmgate_apimachinery::table::{self, IncludeObject};
 use wasmgate_storage::{Event, EventKind, StorageError, Watcher};
@@ -42,20 +41,21 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     let mut fields = opts.field_selector.clone();
     if let Some(name) = &ctx.req.name {
         // `/watch/…/NAME` (the deprecated path form) watches one object (GAP-03).
-        let sel = format!("metadata.name={}", selectors::escape_field_value(name));
-        let named = selectors::FieldSelector::parse(&sel)
-            .map_err(|e| Status::bad_request(e.to_string()))?;
-        fields = fields.and(named);
+        fields.and_equals("metadata.name", name.as_str());
     }
     let filter = Filter::new(&ctx.rt, opts.label_selector.clone(), fields)?;
     let start = watch_start(&opts).map_err(|e| Status::bad_request(e.0))?;
     let output = match ctx.output()? {
         Output::Yaml => {
-            return Err(Status::failure(406, "NotAcceptable", "only the following media types are accepted: application/json, application/json;as=Table").into());
+            return Err(Status::from(NotAcceptable {
+                accepted: "application/json, application/json;as=Table",
+            })
+            .into());
         }
         o => o,
     };
     let include = ctx.include_object()?;
+    let presenter = ctx.presenter();
     let store = &ctx.inner.store;
     let prefix = ctx.rt.namespace_prefix(ctx.namespace());
     // Where the stream starts, and the synthetic ADDED events that come first.
@@ -68,7 +68,7 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
                 Some(rev) => ListSemantics::NotOlderThan(rev),
                 None => ListSemantics::MostRecent,
             };
-            let listed = read_list(ctx, &filter, semantics, 0).await?;
+            let listed = read_list(ctx, presenter.as_ref(), &filter, semantics, 0).await?;
             (listed.items, listed.revision, bookmark)
         }
         WatchStart::After(rev) => (Vec::new(), rev, false),
@@ -93,7 +93,7 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         kind: ctx.rt.kind.clone(),
         api_version: ctx.api_version(),
         sent_columns: false,
-        presenter: ctx.presenter(),
+        presenter,
         columns: ctx.table_columns(),
         rt: ctx.rt.clone(),
         version: ctx.req.version.clone(),
@@ -320,7 +320,7 @@ impl Stream {
     }
 
     fn frame_with_cache(&mut self, ty: &str, ev: &Event) -> Bytes {
-        if let Some(p) = self.presenter.clone().filter(|p| p.needs(&ev.value)) {
+        if let Some(p) = self.presenter.as_ref().filter(|p| p.needs(&ev.value)) {
             let d = decoded(ev);
             let mut obj = d
                 .downcast_ref::<DecodedEvent>()
