@@ -62,7 +62,7 @@
 //! left to the caller.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
@@ -239,7 +239,7 @@ pub fn swagger_from_v3(documents: &[Value], title: &str, version: &str) -> Value
         }
     }
 
-    let names = definitions.clone();
+    let names: BTreeSet<String> = definitions.keys().cloned().collect();
     for schema in definitions.values_mut() {
         drop_dangling_refs(schema, &names);
     }
@@ -796,14 +796,14 @@ fn convert_schema(schema: &Value) -> Value {
 /// Removes from a converted schema every `$ref` that names no definition: kubectl's v2 model
 /// rejects the whole document over one dangling or non-local reference. Only schema
 /// positions are visited, not `default` or `example` values.
-fn drop_dangling_refs(schema: &mut Value, definitions: &BTreeMap<String, Value>) {
+fn drop_dangling_refs(schema: &mut Value, definitions: &BTreeSet<String>) {
     let Some(schema) = schema.as_object_mut() else {
         return;
     };
     let dangling = match schema.get("$ref") {
         Some(Value::String(reference)) => reference
             .strip_prefix("#/definitions/")
-            .is_none_or(|name| !definitions.contains_key(name)),
+            .is_none_or(|name| !definitions.contains(name)),
         Some(_) => true,
         None => false,
     };
@@ -1333,11 +1333,17 @@ fn operation(w: &mut Writer, value: &Value, at: &Pointer<'_>) -> Result {
 
 /// `ParametersItem`: `oneof { Parameter parameter = 1; JsonReference json_reference = 2; }`.
 fn parameters_item(w: &mut Writer, value: &Value, at: &Pointer<'_>) -> Result {
+    value_or_reference(w, value, at, parameter)
+}
+
+/// A `oneof { <value> = 1; JsonReference json_reference = 2; }`: a reference when the
+/// object has `$ref`, else the value as `encode` writes it.
+fn value_or_reference(w: &mut Writer, value: &Value, at: &Pointer<'_>, encode: Encode) -> Result {
     let m = object(value, at)?;
     if m.contains_key("$ref") {
         w.message(2, |w| json_reference(w, value, at))
     } else {
-        w.message(1, |w| parameter(w, value, at))
+        w.message(1, |w| encode(w, value, at))
     }
 }
 
@@ -1436,21 +1442,12 @@ fn responses(w: &mut Writer, value: &Value, at: &Pointer<'_>) -> Result {
         if is_response_code(code) {
             w.message(1, |w| {
                 w.string(1, code);
-                w.message(2, |w| response_value(w, item, &at.key(code)))
+                // `ResponseValue`: `oneof { Response response = 1; JsonReference json_reference = 2; }`.
+                w.message(2, |w| value_or_reference(w, item, &at.key(code), response))
             })?;
         }
     }
     extensions(w, 2, m)
-}
-
-/// `ResponseValue`: `oneof { Response response = 1; JsonReference json_reference = 2; }`.
-fn response_value(w: &mut Writer, value: &Value, at: &Pointer<'_>) -> Result {
-    let m = object(value, at)?;
-    if m.contains_key("$ref") {
-        w.message(2, |w| json_reference(w, value, at))
-    } else {
-        w.message(1, |w| response(w, value, at))
-    }
 }
 
 fn response(w: &mut Writer, value: &Value, at: &Pointer<'_>) -> Result {

@@ -111,12 +111,11 @@ pub(crate) async fn delete_contents(inner: &Inner, prefix: &str) -> Result<Remai
             m.insert("deletionGracePeriodSeconds".into(), json!(0));
             WriteOp::Put(object::to_stored(&obj))
         };
-        writes.push(Write {
-            key: item.key,
-            precondition: Precondition::Revision(item.revision),
+        writes.push(Write::new(
+            item.key,
+            Precondition::Revision(item.revision),
             op,
-            guards: Vec::new(),
-        });
+        ));
     }
     let results: Vec<_> = futures_util::stream::iter(writes)
         .map(|w| inner.store.write(w))

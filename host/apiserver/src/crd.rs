@@ -205,11 +205,10 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
         }
     }
     // versions
-    let versions = spec
+    let versions: &[Value] = spec
         .get("versions")
         .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+        .map_or(&[], Vec::as_slice);
     if versions.is_empty() {
         errs.push(FieldError::required(
             "spec.versions",
@@ -223,7 +222,7 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
     if !versions.is_empty() && storage_count != 1 {
         errs.push(FieldError::invalid(
             "spec.versions",
-            Value::Array(versions.clone()),
+            Value::Array(versions.to_vec()),
             "must have exactly one version marked as storage version",
         ));
     }

@@ -7,6 +7,7 @@
 //! [`Inner::crd_synced`] reaches their revision, so a CRD is served as soon as its create
 //! returns.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ use crate::Inner;
 use crate::controller::{Reconciled, delete_contents};
 use crate::custom::{self, CLEANUP_FINALIZER};
 use crate::object::{self, meta_str};
+use crate::registry::ResourceType;
 
 /// Where CRDs are stored.
 pub(crate) const PREFIX: &str = "apiextensions.k8s.io/customresourcedefinitions//";
@@ -33,31 +35,79 @@ pub(crate) async fn run(inner: Weak<Inner>) {
     .await;
 }
 
+/// One stored CRD and its resource type (`None` until built).
+struct Entry {
+    key: String,
+    revision: u64,
+    crd: Value,
+    built: Option<Result<ResourceType, String>>,
+}
+
 /// Registers every stored CRD, reconciles their status, and starts the cleanup of
 /// terminating ones. Returns the revision the registry now reflects.
+///
+/// A CRD whose spec did not change since the current catalog was built (same uid and
+/// generation, e.g. after a status write) keeps its compiled versions; the others have
+/// their schemas parsed and CEL rules compiled, on a blocking thread.
 pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<u64, String> {
     let page = inner
         .store
         .list(PREFIX, ReadAt::Latest, None, 0, false)
         .await
         .map_err(|e| crate::error::error_chain(&e))?;
+    let mut entries = Vec::new();
+    {
+        let current = inner.registry.snapshot();
+        let previous: HashMap<&str, &ResourceType> = current
+            .types()
+            .iter()
+            .filter_map(|t| Some((t.custom()?.crd_key.as_str(), &**t)))
+            .collect();
+        for item in page.items {
+            let Ok(crd) = object::from_stored(&item.value) else {
+                continue;
+            };
+            let built = previous
+                .get(item.key.as_str())
+                .and_then(|prev| custom::reuse(prev, &crd, &item.key, item.revision))
+                .map(Ok);
+            entries.push(Entry {
+                key: item.key,
+                revision: item.revision,
+                crd,
+                built,
+            });
+        }
+    }
+    if entries.iter().any(|e| e.built.is_none()) {
+        entries = tokio::task::spawn_blocking(move || {
+            for e in &mut entries {
+                if e.built.is_none() {
+                    e.built = Some(custom::resource_type(&e.crd, &e.key, e.revision));
+                }
+            }
+            entries
+        })
+        .await
+        .map_err(|e| format!("building the custom types failed: {e}"))?;
+    }
     let mut types = Vec::new();
     let mut crds = Vec::new();
-    for item in page.items {
-        let Ok(crd) = object::from_stored(&item.value) else {
-            continue;
-        };
-        let served = match custom::resource_type(&crd, &item.key, item.revision) {
+    for e in entries {
+        let built = e
+            .built
+            .unwrap_or_else(|| custom::resource_type(&e.crd, &e.key, e.revision));
+        let served = match built {
             Ok(t) => {
                 types.push(t);
                 Ok(())
             }
-            Err(e) => {
-                tracing::warn!(crd = %meta_str(&crd, "name").unwrap_or(""), error = %e, "CRD cannot be served");
-                Err(e)
+            Err(err) => {
+                tracing::warn!(crd = %meta_str(&e.crd, "name").unwrap_or(""), error = %err, "CRD cannot be served");
+                Err(err)
             }
         };
-        crds.push((item.key, item.revision, crd, served));
+        crds.push((e.key, e.revision, e.crd, served));
     }
     inner.registry.set_custom(types);
     inner.crd_synced.send_replace(page.revision);
@@ -244,12 +294,11 @@ async fn cleanup(inner: &Inner, key: &str) -> Result<bool, String> {
         write_if_changed(inner, key, cur.revision, &crd, new).await?;
         return Ok(false);
     }
-    let w = Write {
-        key: key.to_owned(),
-        precondition: Precondition::Revision(cur.revision),
-        op: WriteOp::Delete(object::to_stored(&new)),
-        guards: Vec::new(),
-    };
+    let w = Write::new(
+        key,
+        Precondition::Revision(cur.revision),
+        WriteOp::Delete(object::to_stored(&new)),
+    );
     match inner.store.write(w).await {
         Ok(_) | Err(StorageError::NotFound { .. }) => Ok(true),
         Err(StorageError::Conflict { .. }) => Ok(false),
@@ -268,12 +317,11 @@ async fn write_if_changed(
     if object::same_content(old, &new) {
         return Ok(());
     }
-    let w = Write {
-        key: key.to_owned(),
-        precondition: Precondition::Revision(rev),
-        op: WriteOp::Put(object::to_stored(&new)),
-        guards: Vec::new(),
-    };
+    let w = Write::new(
+        key,
+        Precondition::Revision(rev),
+        WriteOp::Put(object::to_stored(&new)),
+    );
     match inner.store.write(w).await {
         Ok(_) | Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => Ok(()),
         Err(e) => Err(crate::error::error_chain(&e)),

@@ -33,11 +33,14 @@ pub struct CustomType {
     pub crd_revision: u64,
     /// The CRD's uid: a CRD deleted and created again is another type.
     pub crd_uid: String,
-    /// Every version of the CRD, in spec order.
-    pub versions: Vec<CustomVersion>,
+    /// Every version of the CRD, in spec order; shared by every type built from the same
+    /// spec (see [`reuse`]).
+    pub versions: Arc<[CustomVersion]>,
     /// The group/kind, for messages.
     group: String,
     kind: String,
+    /// The CRD's `metadata.generation`: while it (and the uid) stays, so does the spec.
+    generation: Option<i64>,
     /// Whether the CRD is being deleted (its objects may be read and deleted, not created).
     pub terminating: bool,
 }
@@ -243,7 +246,7 @@ pub fn resource_type(crd: &Value, key: &str, revision: u64) -> Result<ResourceTy
         versions.push(CustomVersion {
             served: ver.get("served").and_then(Value::as_bool).unwrap_or(false),
             storage: ver.get("storage").and_then(Value::as_bool).unwrap_or(false),
-            has_defaults: contains_key(&raw, "default"),
+            has_defaults: schema.has_defaults(),
             schema,
             rules: (!rules.is_empty()).then_some(rules),
             deprecation_warning,
@@ -295,9 +298,10 @@ pub fn resource_type(crd: &Value, key: &str, revision: u64) -> Result<ResourceTy
         crd_key: key.to_owned(),
         crd_revision: revision,
         crd_uid: str_at(crd, &["metadata", "uid"]).unwrap_or("").to_owned(),
-        versions,
+        versions: versions.into(),
         group: group.clone(),
         kind: kind.clone(),
+        generation: generation(crd),
         terminating: crate::object::is_deleting(crd),
     });
     Ok(ResourceType {
@@ -318,16 +322,41 @@ pub fn resource_type(crd: &Value, key: &str, revision: u64) -> Result<ResourceTy
     })
 }
 
-fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
-    path.iter().try_fold(v, |v, k| v.get(*k))?.as_str()
+/// The resource type of a stored CRD whose spec is the one `prev` was built from: same
+/// storage key, same uid and same `metadata.generation` (which moves with every spec
+/// change). Everything the spec decides, the compiled versions above all, is shared with
+/// `prev`; the revision and whether the CRD is being deleted are taken from `crd`. `None`
+/// when `prev` does not fit, and [`resource_type`] must build it anew.
+pub fn reuse(prev: &ResourceType, crd: &Value, key: &str, revision: u64) -> Option<ResourceType> {
+    let old = prev.custom()?;
+    let uid = str_at(crd, &["metadata", "uid"]).filter(|u| !u.is_empty())?;
+    let generation = generation(crd)?;
+    if old.crd_key != key || old.crd_uid != uid || old.generation != Some(generation) {
+        return None;
+    }
+    let custom = Arc::new(CustomType {
+        crd_name: old.crd_name.clone(),
+        crd_key: old.crd_key.clone(),
+        crd_revision: revision,
+        crd_uid: old.crd_uid.clone(),
+        versions: old.versions.clone(),
+        group: old.group.clone(),
+        kind: old.kind.clone(),
+        generation: old.generation,
+        terminating: crate::object::is_deleting(crd),
+    });
+    Some(ResourceType {
+        behavior: Behavior::Custom(custom),
+        ..prev.clone()
+    })
 }
 
-fn contains_key(v: &Value, key: &str) -> bool {
-    match v {
-        Value::Object(m) => m.contains_key(key) || m.values().any(|x| contains_key(x, key)),
-        Value::Array(a) => a.iter().any(|x| contains_key(x, key)),
-        _ => false,
-    }
+fn generation(crd: &Value) -> Option<i64> {
+    meta(crd).get("generation").and_then(Value::as_i64)
+}
+
+fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+    path.iter().try_fold(v, |v, k| v.get(*k))?.as_str()
 }
 
 /// Create: generation 1; with the status subresource, status cannot be set (`SUB-01`).
@@ -522,4 +551,60 @@ pub fn scale_of(spec: &ScaleSpec, obj: &Value) -> Value {
         "spec": {"replicas": spec_replicas},
         "status": status,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crd(uid: &str, generation: Option<i64>) -> Value {
+        let mut crd = json!({
+            "metadata": {"name": "widgets.example.com", "uid": uid},
+            "spec": {
+                "group": "example.com",
+                "names": {"plural": "widgets", "kind": "Widget"},
+                "scope": "Namespaced",
+                "versions": [{
+                    "name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                }],
+            },
+        });
+        if let Some(g) = generation {
+            crd["metadata"]["generation"] = json!(g);
+        }
+        crd
+    }
+
+    #[test]
+    fn reuse_shares_versions_only_for_the_same_spec() {
+        const KEY: &str = "apiextensions.k8s.io/customresourcedefinitions//widgets.example.com";
+        let prev = resource_type(&crd("u1", Some(1)), KEY, 5).unwrap();
+        let mut deleting = crd("u1", Some(1));
+        deleting["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
+        let next = reuse(&prev, &deleting, KEY, 7).unwrap();
+        let (p, n) = (prev.custom().unwrap(), next.custom().unwrap());
+        assert!(Arc::ptr_eq(&p.versions, &n.versions));
+        assert_eq!((n.crd_revision, n.terminating), (7, true));
+        assert_eq!(
+            (next.resource.as_str(), next.kind.as_str()),
+            ("widgets", "Widget")
+        );
+        assert!(
+            reuse(&prev, &crd("u1", Some(2)), KEY, 7).is_none(),
+            "spec changed"
+        );
+        assert!(
+            reuse(&prev, &crd("u2", Some(1)), KEY, 7).is_none(),
+            "another CRD"
+        );
+        assert!(
+            reuse(&prev, &crd("u1", None), KEY, 7).is_none(),
+            "no generation"
+        );
+        assert!(
+            reuse(&prev, &crd("u1", Some(1)), "other", 7).is_none(),
+            "another key"
+        );
+    }
 }

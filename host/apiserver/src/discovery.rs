@@ -2,10 +2,30 @@
 //! `APIGroupList`, `APIGroup`, `APIResourceList`, and aggregated `APIGroupDiscoveryList`
 //! (v2 and v2beta1), whose ETag changes whenever the set of types does.
 
+use bytes::Bytes;
 use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
 use wasmgate_apimachinery::media::DiscoveryOutput;
 
 use crate::registry::{Catalog, ResourceType};
+
+/// `GET /api` (`core`) or `GET /apis` as `out`: the body and its ETag (the quoted
+/// lower-hex SHA-256 of the body). Cached per catalog by [`Catalog::root_discovery`].
+pub fn root(
+    cat: &Catalog,
+    core: bool,
+    out: DiscoveryOutput,
+    server_address: &str,
+) -> (Bytes, String) {
+    let doc = match out {
+        DiscoveryOutput::Legacy if core => api_versions(server_address),
+        DiscoveryOutput::Legacy => api_group_list(cat),
+        agg => aggregated(cat, core, agg),
+    };
+    let bytes = serde_json::to_vec(&doc).unwrap_or_default();
+    let etag = format!("\"{:x}\"", Sha256::digest(&bytes));
+    (Bytes::from(bytes), etag)
+}
 
 /// `GET /api` (legacy).
 pub fn api_versions(server_address: &str) -> Value {

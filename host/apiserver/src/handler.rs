@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::Value;
-use wasmgate_apimachinery::media::{self, DiscoveryOutput};
+use wasmgate_apimachinery::media;
 use wasmgate_apimachinery::options::Query;
 use wasmgate_apimachinery::request_info::{
     self, RequestInfo, RequestInfoError, ResourceRequest, Verb,
@@ -19,7 +19,7 @@ use wasmgate_apimachinery::status::Status;
 use crate::body::{self, Body};
 use crate::error::{ApiError, ApiResult};
 use crate::health::{self, Check};
-use crate::{Inner, User, discovery, openapi, verbs, version};
+use crate::{Inner, User, discovery, verbs, version};
 
 /// Handles one request; never fails (errors are rendered as Status).
 pub(crate) async fn handle<B>(
@@ -170,23 +170,15 @@ where
             let out = media::negotiate_discovery(&accept)
                 .map_err(|e| Status::failure(406, "NotAcceptable", e.to_string()))?;
             let core = matches!(info, RequestInfo::LegacyRoot);
-            let doc = match out {
-                DiscoveryOutput::Legacy if core => {
-                    discovery::api_versions(&inner.options.advertise_address)
-                }
-                DiscoveryOutput::Legacy => discovery::api_group_list(&catalog),
-                agg => discovery::aggregated(&catalog, core, agg),
-            };
-            let bytes = serde_json::to_vec(&doc).unwrap_or_default();
-            let etag = format!("\"{}\"", hex(&sha2_256(&bytes)));
+            let (bytes, etag) = catalog.root_discovery(core, out, &inner.options.advertise_address);
             if header_str(req.headers(), header::IF_NONE_MATCH) == Some(etag.as_str()) {
                 let mut r =
                     bytes_response(StatusCode::NOT_MODIFIED, out.content_type(), Bytes::new());
-                insert_header(r.headers_mut(), header::ETAG, &etag);
+                insert_header(r.headers_mut(), header::ETAG, etag);
                 return Ok(r);
             }
-            let mut r = bytes_response(StatusCode::OK, out.content_type(), bytes);
-            insert_header(r.headers_mut(), header::ETAG, &etag);
+            let mut r = bytes_response(StatusCode::OK, out.content_type(), bytes.clone());
+            insert_header(r.headers_mut(), header::ETAG, etag);
             insert_header(r.headers_mut(), header::VARY, "Accept");
             Ok(r)
         }
@@ -221,22 +213,14 @@ pub(crate) fn header_str(h: &HeaderMap, name: header::HeaderName) -> Option<&str
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
-fn sha2_256(b: &[u8]) -> Vec<u8> {
-    use sha2::Digest;
-    sha2::Sha256::digest(b).to_vec()
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 fn openapi_route(
     inner: &Arc<Inner>,
     rest: &[&str],
     query: &Query,
     headers: &HeaderMap,
 ) -> ApiResult<Response<Body>> {
-    let docs = openapi_documents(inner);
+    let catalog = inner.registry.snapshot();
+    let docs = catalog.openapi();
     match rest {
         ["v3"] => Ok(bytes_response(
             StatusCode::OK,
@@ -284,31 +268,6 @@ fn openapi_route(
     }
 }
 
-/// The OpenAPI documents of the current catalog, rebuilt when the catalog changes. The
-/// build runs outside the lock, so a catalog change never blocks other requests on it.
-pub(crate) fn openapi_documents(inner: &Inner) -> Arc<openapi::Documents> {
-    let catalog = inner.registry.snapshot();
-    let cached = match inner.openapi.lock() {
-        Ok(g) => g.clone(),
-        Err(p) => p.into_inner().clone(),
-    };
-    if let Some(d) = cached.filter(|d| d.generation == catalog.generation) {
-        return d;
-    }
-    let built = openapi::build(&catalog);
-    let mut guard = match inner.openapi.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    };
-    if guard
-        .as_ref()
-        .is_none_or(|d| d.generation < built.generation)
-    {
-        *guard = Some(built.clone());
-    }
-    built
-}
-
 async fn health_checks(inner: &Inner, endpoint: health::Endpoint) -> Vec<Check> {
     let storage = match inner
         .store
@@ -344,6 +303,12 @@ async fn health_checks(inner: &Inner, endpoint: health::Endpoint) -> Vec<Check> 
             name: "shutdown",
             failure: (*inner.shutdown.borrow()).then(|| "shutting down".into()),
         });
+    }
+    // The reasons are withheld from clients (see `health::render`): they go to the log.
+    for c in &checks {
+        if let Some(reason) = &c.failure {
+            tracing::warn!(endpoint = endpoint.name(), check = c.name, %reason, "health check failed");
+        }
     }
     checks
 }

@@ -25,7 +25,8 @@ impl Endpoint {
         }
     }
 
-    fn name(self) -> &'static str {
+    /// The endpoint's name (`livez`).
+    pub fn name(self) -> &'static str {
         match self {
             Endpoint::Livez => "livez",
             Endpoint::Readyz => "readyz",
@@ -39,7 +40,7 @@ impl Endpoint {
 pub struct Check {
     /// Name, as shown between `[+]` and `ok`.
     pub name: &'static str,
-    /// `None` when healthy, else why not (logged, not shown).
+    /// `None` when healthy, else why not (logged where the checks run, not shown).
     pub failure: Option<String>,
 }
 

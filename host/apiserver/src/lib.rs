@@ -113,8 +113,6 @@ pub(crate) struct Inner {
     pub(crate) store: Store,
     pub(crate) registry: registry::Registry,
     pub(crate) options: Options,
-    /// OpenAPI documents of the current catalog generation, built on first use.
-    pub(crate) openapi: std::sync::Mutex<Option<Arc<openapi::Documents>>>,
     /// `true` once shutdown began: watches end, readyz fails.
     pub(crate) shutdown: watch::Sender<bool>,
     /// Whether the bootstrap namespaces exist.
@@ -138,7 +136,6 @@ impl ApiServer {
             registry: registry::Registry::new(registry::builtin_types()),
             in_flight: Semaphore::new(options.max_in_flight.max(1)),
             options,
-            openapi: std::sync::Mutex::new(None),
             shutdown: watch::Sender::new(false),
             bootstrapped: AtomicBool::new(false),
             crd_synced: watch::Sender::new(0),

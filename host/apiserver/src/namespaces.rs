@@ -33,12 +33,11 @@ pub(crate) async fn bootstrap(inner: &Inner) -> Result<(), String> {
             "spec": {"finalizers": [NAMESPACE_FINALIZER]},
             "status": {"phase": "Active"},
         });
-        let w = Write {
-            key: format!("{PREFIX}{name}"),
-            precondition: Precondition::Absent,
-            op: WriteOp::Put(object::to_stored(&obj)),
-            guards: Vec::new(),
-        };
+        let w = Write::new(
+            format!("{PREFIX}{name}"),
+            Precondition::Absent,
+            WriteOp::Put(object::to_stored(&obj)),
+        );
         match inner.store.write(w).await {
             Ok(_) | Err(StorageError::AlreadyExists { .. }) => {}
             Err(e) => return Err(crate::error::error_chain(&e)),
@@ -129,12 +128,7 @@ async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
     } else {
         WriteOp::Put(object::to_stored(&obj))
     };
-    let w = Write {
-        key,
-        precondition: Precondition::Revision(cur.revision),
-        op,
-        guards: Vec::new(),
-    };
+    let w = Write::new(key, Precondition::Revision(cur.revision), op);
     match inner.store.write(w).await {
         Ok(_) => Ok(done),
         Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => Ok(false),

@@ -126,11 +126,9 @@ fn add_extensions(name: &str, schema: &mut Value) {
     }
 }
 
-/// Rendered documents for one catalog generation.
+/// Rendered documents of one catalog.
 #[derive(Debug)]
 pub struct Documents {
-    /// The catalog generation these were built from.
-    pub generation: u64,
     /// `/openapi/v3` index.
     pub index: Bytes,
     /// Per group-version path (`api/v1`, `apis/g/v`): (document, upper-hex SHA-512).
@@ -163,7 +161,7 @@ impl Documents {
                     Vec::new()
                 }
             };
-            let hash = hex_upper(&Sha512::digest(&json));
+            let hash = format!("{:X}", Sha512::digest(&json));
             (Bytes::from(json), Bytes::from(proto), hash)
         })
     }
@@ -178,8 +176,8 @@ pub fn gv_path(group: &str, version: &str) -> String {
     }
 }
 
-/// Builds every document of a catalog.
-pub fn build(catalog: &Catalog) -> Arc<Documents> {
+/// Builds every document of a catalog (see [`Catalog::openapi`], which keeps them).
+pub fn build(catalog: &Catalog) -> Documents {
     let defs = builtin_definitions();
     let mut docs = HashMap::new();
     let mut index = Map::new();
@@ -188,7 +186,7 @@ pub fn build(catalog: &Catalog) -> Arc<Documents> {
             let types = catalog.in_group_version(&group, &version);
             let doc = document(&group, &version, &types, defs);
             let bytes = serde_json::to_vec(&doc).unwrap_or_default();
-            let hash = hex_upper(&Sha512::digest(&bytes));
+            let hash = format!("{:X}", Sha512::digest(&bytes));
             let path = gv_path(&group, &version);
             index.insert(
                 path.clone(),
@@ -198,16 +196,11 @@ pub fn build(catalog: &Catalog) -> Arc<Documents> {
         }
     }
     let index = serde_json::to_vec(&json!({"paths": index})).unwrap_or_default();
-    Arc::new(Documents {
-        generation: catalog.generation,
+    Documents {
         index: Bytes::from(index),
         docs,
         v2: OnceLock::new(),
-    })
-}
-
-fn hex_upper(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02X}")).collect()
+    }
 }
 
 fn gvk(group: &str, version: &str, kind: &str) -> Value {
@@ -311,11 +304,7 @@ fn document(
     types: &[&Arc<ResourceType>],
     defs: &Map<String, Value>,
 ) -> Value {
-    let prefix = if group.is_empty() {
-        format!("/api/{version}")
-    } else {
-        format!("/apis/{group}/{version}")
-    };
+    let prefix = format!("/{}", gv_path(group, version));
     let mut paths = BTreeMap::new();
     let mut wanted: BTreeSet<String> = BTreeSet::new();
     let mut schemas = Map::new();
@@ -411,14 +400,7 @@ fn document(
                     &kind_gvk,
                     write_params(false),
                     ("201", obj.clone()),
-                    Some(content(
-                        &obj,
-                        &[
-                            "application/json",
-                            "application/yaml",
-                            "application/vnd.kubernetes.protobuf",
-                        ],
-                    )),
+                    Some(content(&obj, &READ_TYPES)),
                 ),
             );
         }
@@ -460,14 +442,7 @@ fn document(
                     &kind_gvk,
                     write_params(false),
                     ("200", obj.clone()),
-                    Some(content(
-                        &obj,
-                        &[
-                            "application/json",
-                            "application/yaml",
-                            "application/vnd.kubernetes.protobuf",
-                        ],
-                    )),
+                    Some(content(&obj, &READ_TYPES)),
                 ),
             );
         }

@@ -2,11 +2,14 @@
 //!
 //! Built-in types are registered at start from a static table; later, CRDs are added and
 //! removed live. Readers take an `Arc<Catalog>` snapshot, so a request sees one consistent
-//! set of types from start to end, and discovery/OpenAPI caches key on the catalog's
-//! generation.
+//! set of types from start to end. A catalog never changes once built, so the documents
+//! derived from it (root discovery, OpenAPI) are built once and kept on it.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
+
+use bytes::Bytes;
+use wasmgate_apimachinery::media::DiscoveryOutput;
 
 /// The built-in kinds this server implements natively.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -309,10 +312,14 @@ pub fn builtin_types() -> Vec<ResourceType> {
 /// One consistent set of resource types.
 #[derive(Debug, Default)]
 pub struct Catalog {
-    /// Bumped on every change; caches key on it.
+    /// Bumped on every change (see [`Registry::subscribe`]).
     pub generation: u64,
     types: Vec<Arc<ResourceType>>,
     by_gvr: HashMap<(String, String, String), Arc<ResourceType>>,
+    /// `/api` and `/apis` (body, ETag) per discovery output; built on first use.
+    root_discovery: [OnceLock<(Bytes, String)>; 6],
+    /// The OpenAPI documents; built on first use.
+    openapi: OnceLock<crate::openapi::Documents>,
 }
 
 impl Catalog {
@@ -327,7 +334,31 @@ impl Catalog {
             generation,
             types,
             by_gvr,
+            ..Catalog::default()
         }
+    }
+
+    /// The root discovery document, `/api` (`core`) or `/apis`, as `out`, with its ETag:
+    /// rendered once per catalog. `server_address` (only `/api` in the legacy form shows
+    /// it) must be the same on every call: it is the server's advertised address.
+    pub(crate) fn root_discovery(
+        &self,
+        core: bool,
+        out: DiscoveryOutput,
+        server_address: &str,
+    ) -> &(Bytes, String) {
+        let slot = match out {
+            DiscoveryOutput::AggregatedV2 => 0,
+            DiscoveryOutput::AggregatedV2beta1 => 2,
+            DiscoveryOutput::Legacy => 4,
+        } + usize::from(core);
+        self.root_discovery[slot]
+            .get_or_init(|| crate::discovery::root(self, core, out, server_address))
+    }
+
+    /// The OpenAPI documents of this catalog, built on first use.
+    pub(crate) fn openapi(&self) -> &crate::openapi::Documents {
+        self.openapi.get_or_init(|| crate::openapi::build(self))
     }
 
     /// The type served at group/version/resource.

@@ -615,7 +615,8 @@ async fn del_08_deleting_a_crd_deletes_its_objects() {
         std::time::Duration::from_secs(10),
     )
     .await;
-    s.get(W).await.expect(404);
+    // The endpoint goes when the controller drops the type, just after the CRD itself.
+    s.wait_gone(W, std::time::Duration::from_secs(10)).await;
     assert!(
         s.api
             .store()
