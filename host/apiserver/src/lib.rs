@@ -29,6 +29,7 @@ mod crd_controller;
 pub mod custom;
 mod discovery;
 mod error;
+mod gc;
 mod handler;
 mod health;
 mod kinds;
@@ -151,6 +152,7 @@ impl ApiServer {
         inner.bootstrapped.store(true, Ordering::Release);
         tokio::spawn(namespaces::run(Arc::downgrade(&inner)));
         tokio::spawn(crd_controller::run(Arc::downgrade(&inner)));
+        tokio::spawn(gc::run(Arc::downgrade(&inner)));
         tokio::spawn(compactor(Arc::downgrade(&inner)));
         Ok(ApiServer { inner })
     }

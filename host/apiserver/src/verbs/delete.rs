@@ -1,8 +1,9 @@
 //! `delete` (`DEL-01`..`DEL-04`, `GAP-06`): preconditions, finalizers (the first delete of
 //! an object with finalizers only sets `deletionTimestamp`), namespace termination, dry run.
 //!
-//! `propagationPolicy` is accepted and validated; dependents named by `ownerReferences`
-//! are not garbage-collected by this server (README, "Not yet").
+//! `propagationPolicy` / `orphanDependents` become the garbage collector's finalizers
+//! (`orphan`, `foregroundDeletion`) as kube's `genericregistry.Store` sets them; the
+//! collector (`crate::gc`) then orphans or deletes the dependents and removes them.
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
@@ -33,6 +34,11 @@ pub(super) async fn delete(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
     let ns = ctx.namespace().map(str::to_owned);
     let presenter = ctx.presenter();
     match delete_one(ctx, presenter.as_ref(), ns.as_deref(), &name, &opts).await? {
+        // kube answers 202 for a delete that waits on dependents when the client asked for
+        // cascading with the deprecated `orphanDependents: false`, 200 otherwise.
+        Deleted::Pending(obj) if opts.orphan_dependents == Some(false) => {
+            ctx.respond_object(StatusCode::ACCEPTED, obj)
+        }
         Deleted::Pending(obj) => ctx.respond_object(StatusCode::OK, obj),
         Deleted::Removed { obj, .. } if ctx.delete_returns_object() => {
             ctx.respond_object(StatusCode::OK, obj)
@@ -92,10 +98,12 @@ pub(super) async fn delete_one(
         let cur = cur.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
         let mut obj = object::from_stored(&cur.value).map_err(ApiError::internal)?;
         check_preconditions(target, opts, &obj)?;
-        let pending = has_finalizers(&obj);
         let uid = meta_str(&obj, "uid").unwrap_or("").to_owned();
+        let gc_changed = crate::gc::apply_deletion_finalizers(&mut obj, opts);
+        let pending = has_finalizers(&obj);
+        let already_deleting = object::is_deleting(&obj);
         let write = if pending {
-            if object::is_deleting(&obj) {
+            if already_deleting && !gc_changed {
                 // Already being deleted: nothing more to do.
                 return Ok(Deleted::Pending(present_decoded(presenter, cur.value, obj)));
             }
@@ -113,10 +121,12 @@ pub(super) async fn delete_one(
             WriteOp::Put(object::to_stored(&obj))
         } else {
             if dry {
-                return Ok(Deleted::Removed {
-                    obj: present_decoded(presenter, cur.value, obj),
-                    uid,
-                });
+                let obj = if gc_changed {
+                    present_value(presenter, obj)
+                } else {
+                    present_decoded(presenter, cur.value, obj)
+                };
+                return Ok(Deleted::Removed { obj, uid });
             }
             WriteOp::Delete(object::to_stored(&obj))
         };
