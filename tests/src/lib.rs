@@ -400,6 +400,26 @@ impl Gateway {
         }
     }
 
+    /// The server's process id (`None` once stopped).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// A field of the server's `/proc/PID/status` in KiB (`VmRSS`, `VmHWM`).
+    pub fn memory_kib(&self, field: &str) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    }
+
+    /// Resets the server's peak RSS (`VmHWM`) to its current RSS (Linux `clear_refs` 5).
+    pub fn reset_peak_memory(&self) -> bool {
+        self.pid()
+            .is_some_and(|pid| std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok())
+    }
+
     /// The cluster CA certificate (PEM file), for clients without a client certificate.
     pub fn ca_file(&self) -> &Path {
         &self.client_files.ca
