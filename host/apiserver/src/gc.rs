@@ -175,7 +175,13 @@ struct OwnerRef {
     block_owner_deletion: Option<bool>,
 }
 
-/// Whether `hay` contains `needle` (a cheap filter before decoding).
+/// Whether a stored object may matter to the collector: it names owners or is being
+/// deleted (a cheap filter before decoding).
+fn is_relevant(value: &[u8]) -> bool {
+    contains(value, b"\"ownerReferences\"") || contains(value, b"\"deletionTimestamp\"")
+}
+
+/// Whether `hay` contains `needle`.
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     memchr::memmem::find(hay, needle).is_some()
 }
@@ -305,9 +311,10 @@ impl Collector {
         Some(w)
     }
 
-    /// Loads the index from the store at one revision; returns that revision.
+    /// Loads the index from the store at one revision; returns that revision. Every
+    /// dependent found is looked at once: its owners may have gone while no collector ran
+    /// (a crash between an owner's delete and its dependents').
     async fn scan(&mut self, store: &Store) -> Result<u64, StorageError> {
-        let mut present: HashSet<String> = HashSet::new();
         let mut at = ReadAt::Latest;
         let mut after: Option<String> = None;
         let revision = loop {
@@ -315,12 +322,11 @@ impl Collector {
                 .list("", at, after.as_deref(), SCAN_PAGE, false)
                 .await?;
             for item in &page.items {
-                let v = &item.value;
-                let Some(p) = Partial::decode(v) else {
-                    continue;
-                };
-                self.observe_object(&item.key, &p);
-                present.insert(p.metadata.uid);
+                if is_relevant(&item.value)
+                    && let Some(p) = Partial::decode(&item.value)
+                {
+                    self.observe_object(&item.key, &p);
+                }
             }
             after = page.items.last().map(|i| i.key.clone());
             at = ReadAt::Exact(page.revision);
@@ -328,18 +334,6 @@ impl Collector {
                 break page.revision;
             }
         };
-        // Dependents whose owners vanished while nobody watched (a crash between the
-        // owner's delete and its dependents').
-        let orphaned: Vec<String> = self
-            .graph
-            .dependents
-            .iter()
-            .filter(|(_, d)| d.owners.iter().any(|o| !present.contains(&o.uid)))
-            .map(|(uid, _)| uid.clone())
-            .collect();
-        for uid in orphaned {
-            self.enqueue(Work::Dependent(uid));
-        }
         Ok(revision)
     }
 
@@ -377,8 +371,7 @@ impl Collector {
     fn observe(&mut self, ev: &Event) {
         match ev.kind {
             EventKind::Put => {
-                let relevant = contains(&ev.value, b"\"ownerReferences\"")
-                    || contains(&ev.value, b"\"deletionTimestamp\"")
+                let relevant = is_relevant(&ev.value)
                     || ev
                         .prev
                         .as_ref()
