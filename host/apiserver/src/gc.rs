@@ -284,7 +284,23 @@ enum Work {
     Owner { key: String, uid: String },
 }
 
-type Running = Pin<Box<dyn Future<Output = (Work, Result<(), String>)> + Send>>;
+/// Why a work item did not finish.
+#[derive(Debug)]
+enum Failure {
+    /// Try again after a growing delay.
+    Retry(String),
+    /// An owner reference names a kind that is not served: try again when the served
+    /// types change (a CRD is created), not on a timer.
+    UnknownKind(String),
+}
+
+impl From<String> for Failure {
+    fn from(e: String) -> Failure {
+        Failure::Retry(e)
+    }
+}
+
+type Running = Pin<Box<dyn Future<Output = (Work, Result<(), Failure>)> + Send>>;
 type Delayed = Pin<Box<dyn Future<Output = Work> + Send>>;
 
 /// The collector's state between events.
@@ -296,6 +312,8 @@ struct Collector {
     queue: VecDeque<Work>,
     queued: HashSet<Work>,
     failures: HashMap<Work, u32>,
+    /// Work waiting for the served types to change.
+    unresolved: HashSet<Work>,
 }
 
 impl Collector {
@@ -433,20 +451,26 @@ impl Collector {
                 let blocking = self.graph.blocking(&uid);
                 Some(Box::pin(async move {
                     let r = process_owner(&inner, &key, &uid, dependents, blocking).await;
-                    (w, r)
+                    (w, r.map_err(Failure::Retry))
                 }))
             }
         }
     }
 
     /// Records how a work item ended; a failure comes back after a growing delay.
-    fn finish(&mut self, w: Work, r: Result<(), String>) -> Option<Delayed> {
+    fn finish(&mut self, w: Work, r: Result<(), Failure>) -> Option<Delayed> {
         match r {
             Ok(()) => {
                 self.failures.remove(&w);
                 None
             }
-            Err(e) => {
+            Err(Failure::UnknownKind(e)) => {
+                tracing::debug!(work = ?w, error = %e, "garbage collection waits for the type");
+                self.failures.remove(&w);
+                self.unresolved.insert(w);
+                None
+            }
+            Err(Failure::Retry(e)) => {
                 let n = self.failures.entry(w.clone()).or_insert(0);
                 *n += 1;
                 let delay = Duration::from_millis(100)
@@ -488,6 +512,10 @@ pub(crate) async fn run(weak: Weak<Inner>) {
                 }
             }
         };
+        let mut types = match weak.upgrade() {
+            Some(i) => i.registry.subscribe(),
+            None => return,
+        };
         let mut running: FuturesUnordered<Running> = FuturesUnordered::new();
         let mut delayed: FuturesUnordered<Delayed> = FuturesUnordered::new();
         loop {
@@ -519,6 +547,14 @@ pub(crate) async fn run(weak: Weak<Inner>) {
                     }
                 }
                 Some(w) = delayed.next(), if !delayed.is_empty() => c.enqueue(w),
+                changed = types.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    for w in std::mem::take(&mut c.unresolved) {
+                        c.enqueue(w);
+                    }
+                }
             }
         }
     }
@@ -551,7 +587,7 @@ async fn attempt_to_delete(
     key: &str,
     uid: &str,
     has_dependents: bool,
-) -> Result<(), String> {
+) -> Result<(), Failure> {
     let Some(dep) = read(inner, key).await? else {
         return Ok(());
     };
@@ -575,7 +611,7 @@ async fn attempt_to_delete(
                 waiting = true;
                 gone.push(&r.uid);
             }
-            Err(Unresolved::UnknownKind(e)) => return Err(e),
+            Err(Unresolved::UnknownKind(e)) => return Err(Failure::UnknownKind(e)),
             Err(Unresolved::NamespacedOwnerOfClusterScoped) => {
                 report_invalid_namespace(inner, p, r).await;
                 return Ok(());
@@ -596,13 +632,8 @@ async fn attempt_to_delete(
                     .collect()
             })
             .unwrap_or_default();
-        return patch_metadata(
-            inner,
-            key,
-            &dep,
-            json!({"ownerReferences": list_or_null(kept)}),
-        )
-        .await;
+        let fields = json!({"ownerReferences": list_or_null(kept)});
+        return Ok(patch_metadata(inner, key, &dep, fields).await?);
     }
     let policy = if waiting && has_dependents {
         "Foreground"
@@ -613,7 +644,7 @@ async fn attempt_to_delete(
     } else {
         "Background"
     };
-    delete(inner, key, p, policy).await
+    Ok(delete(inner, key, p, policy).await?)
 }
 
 /// Looks up the owner a reference names.

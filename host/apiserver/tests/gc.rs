@@ -380,3 +380,26 @@ async fn gap_06_ten_thousand_dependents_of_one_owner() {
         "every dependent went first"
     );
 }
+
+#[tokio::test]
+async fn gap_06_owner_of_a_kind_not_served_yet_is_resolved_when_its_crd_arrives() {
+    let s = Server::new().await;
+    let thing = json!({"apiVersion":"later.example.com/v1","kind":"Thing","name":"t","uid":"1234"});
+    create_dependent(&s, "waits", vec![thing], json!([])).await;
+    // The kind is unknown: the collector cannot tell whether the owner exists, so it waits.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.get(&format!("{CM}/waits")).await.expect(200);
+    let crd = json!({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+        "metadata":{"name":"things.later.example.com"},
+        "spec":{"group":"later.example.com","scope":"Namespaced","names":{"plural":"things","kind":"Thing"},
+            "versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object"}}}]}});
+    s.req(
+        Method::POST,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        crd,
+    )
+    .await
+    .expect(201);
+    // Now served, and no Thing "t" exists: the dependent is collected.
+    s.wait_gone(&format!("{CM}/waits"), WAIT).await;
+}
