@@ -345,25 +345,58 @@ impl Ctx {
         Ok(decoded)
     }
 
-    /// apiVersion and kind of a body must be this resource's.
-    pub(crate) fn check_type_meta(&self, obj: &mut Value) -> ApiResult<()> {
+    /// Decodes the body of a create or update: [`Ctx::decode_body`], with decoding errors
+    /// worded as kube-apiserver's `transformDecodeError` words them for an object whose
+    /// kind could not be read.
+    pub(crate) fn decode_object(&self, body: &Bytes) -> ApiResult<Decoded> {
+        self.decode_body(body).map_err(|mut e| {
+            if e.status.code == 400 {
+                e.status.message = self.unrecognized(&e.status.message, body);
+            }
+            e
+        })
+    }
+
+    /// `the object provided is unrecognized (must be of type Kind): <cause> (<summary>)`.
+    fn unrecognized(&self, cause: &str, body: &[u8]) -> String {
+        format!(
+            "the object provided is unrecognized (must be of type {}): {cause} ({})",
+            self.rt.kind,
+            summarize_body(body)
+        )
+    }
+
+    /// The type of a body (`body`: its bytes as sent, for messages) must be this resource's.
+    /// A missing `kind` or `apiVersion` is filled from the URL for built-in types, as
+    /// kube-apiserver's decoder does (`gvkWithDefaults`): the Python client and typed
+    /// clients often send neither. Custom resources are decoded as unstructured objects,
+    /// which need a `kind` in the data; a missing `apiVersion` then fails the version check.
+    pub(crate) fn check_type_meta(&self, obj: &mut Value, body: &[u8]) -> ApiResult<()> {
         let want_av = self.api_version();
+        let has = |field: &str| {
+            obj.get(field)
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.is_empty())
+        };
+        let (has_kind, has_av) = (has("kind"), has("apiVersion"));
+        if let Some(m) = obj.as_object_mut()
+            && !self.is_custom()
+        {
+            if !has_kind {
+                m.insert("kind".into(), Value::String(self.rt.kind.clone()));
+            }
+            if !has_av {
+                m.insert("apiVersion".into(), Value::String(want_av.clone()));
+            }
+        } else if !has_kind {
+            let cause = format!(
+                "Object 'Kind' is missing in '{}'",
+                String::from_utf8_lossy(body)
+            );
+            return Err(Status::bad_request(self.unrecognized(&cause, body)).into());
+        }
         let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
         let av = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-        if kind.is_empty() {
-            return Err(Status::bad_request(format!(
-                "Object 'Kind' is missing in '{}'",
-                truncate(&obj.to_string(), 200)
-            ))
-            .into());
-        }
-        if av.is_empty() {
-            return Err(Status::bad_request(format!(
-                "Object 'apiVersion' is missing in '{}'",
-                truncate(&obj.to_string(), 200)
-            ))
-            .into());
-        }
         if av != want_av {
             return Err(Status::bad_request(format!(
                 "the API version in the data ({av}) does not match the expected API version ({want_av})"
@@ -593,10 +626,22 @@ impl ResourceType {
     }
 }
 
-fn truncate(s: &str, n: usize) -> &str {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => &s[..i],
-        None => s,
+/// kube-apiserver's `summarizeData`: a body that looks like JSON shows its first 30 bytes
+/// as text, anything else in hex.
+fn summarize_body(body: &[u8]) -> String {
+    const MAX: usize = 30;
+    let (head, more) = if body.len() > MAX {
+        (&body[..MAX], " ...")
+    } else {
+        (body, "")
+    };
+    match body.first() {
+        None => "<empty>".into(),
+        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(head)),
+        Some(_) => {
+            let hex: String = head.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{hex}{more}")
+        }
     }
 }
 
@@ -622,7 +667,15 @@ impl Filter {
         labels: selectors::LabelSelector,
         fields: selectors::FieldSelector,
     ) -> ApiResult<Filter> {
-        if let Some(f) = fields
+        if rt.custom().is_some() {
+            // kube's custom resource converter: the name, and the namespace of namespaced
+            // types (selectable fields of CRD versions are not served yet).
+            let supported =
+                |f: &str| f == "metadata.name" || (rt.namespaced && f == "metadata.namespace");
+            if let Some(f) = fields.first_unsupported(supported) {
+                return Err(Status::bad_request(format!("field label not supported: {f}")).into());
+            }
+        } else if let Some(f) = fields
             .first_unsupported(|f| selectors::builtin_field_supported(&rt.group, &rt.resource, f))
         {
             return Err(Status::bad_request(selectors::builtin_field_label_error(

@@ -311,9 +311,13 @@ async fn bad_input_gets_status_and_store_is_unchanged() {
     )
     .await
     .expect(400);
-    post(r#"{"metadata":{"name":"x"}}"#, "application/json")
-        .await
-        .expect(400);
+    // A missing apiVersion is filled from the URL (issue 7); the kind must still match.
+    post(
+        r#"{"kind":"Secret","metadata":{"name":"x"}}"#,
+        "application/json",
+    )
+    .await
+    .expect(400);
     // Type errors are 400 (FV-05).
     let r = post(
         r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"a":1}}"#,

@@ -120,9 +120,9 @@ async fn create_once(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> Attemp
 /// Decode, type checks, field validation, BeforeCreate. Returns the object and whether its
 /// name was generated.
 fn prepare(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> ApiResult<(Value, bool)> {
-    let decoded = ctx.decode_body(body)?;
+    let decoded = ctx.decode_object(body)?;
     let mut obj = decoded.value;
-    ctx.check_type_meta(&mut obj)?;
+    ctx.check_type_meta(&mut obj, body)?;
     ctx.check_fields(&mut obj, &decoded.duplicates, opts.field_validation)?;
     let generated = before_create(ctx, &mut obj)?;
     Ok((obj, generated))

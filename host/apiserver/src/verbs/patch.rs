@@ -78,7 +78,7 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
                 }
                 _ => strategic_merge::apply(current, &patch, &schema).map_err(smp_error)?,
             };
-            ctx.check_type_meta(&mut new)?;
+            ctx.check_type_meta(&mut new, &body)?;
             ctx.check_fields_into(&mut new, &[], opts.field_validation, &mut warnings)?;
             ctx.before_update(&mut new, current)?;
             Ok(new)

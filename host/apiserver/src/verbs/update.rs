@@ -14,9 +14,9 @@ use crate::object::{meta_mut, meta_str};
 
 pub(super) async fn update(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
     let opts = WriteOptions::from_query(&ctx.query).map_err(|e| Status::bad_request(e.0))?;
-    let decoded = ctx.decode_body(&body)?;
+    let decoded = ctx.decode_object(&body)?;
     let mut obj = decoded.value;
-    ctx.check_type_meta(&mut obj)?;
+    ctx.check_type_meta(&mut obj, &body)?;
     ctx.check_fields(&mut obj, &decoded.duplicates, opts.field_validation)?;
     let name = ctx.name().to_owned();
     match meta_str(&obj, "name").unwrap_or("") {
