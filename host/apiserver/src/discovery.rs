@@ -93,6 +93,8 @@ pub fn api_resource_list(cat: &Catalog, group: &str, version: &str) -> Option<Va
         if !t.categories.is_empty() {
             r.insert("categories".into(), json!(t.categories));
         }
+        // Legacy discovery only: kube's aggregated `APIResourceDiscovery` has no such field.
+        r.insert("storageVersionHash".into(), json!(t.storage_version_hash()));
         resources.push(Value::Object(r));
         for s in &t.subresources_for(version) {
             resources.push(json!({

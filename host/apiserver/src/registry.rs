@@ -125,6 +125,17 @@ impl ResourceType {
         format!("{}{ns}/{name}", self.key_prefix())
     }
 
+    /// kube-apiserver's `StorageVersionHash` for legacy discovery: base64 of the first 8
+    /// bytes of sha256(`group/storage version/kind`). It changes when the storage version
+    /// does, which tells storage migrators to rewrite the objects.
+    pub fn storage_version_hash(&self) -> String {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        let gvk = format!("{}/{}/{}", self.group, self.storage_version, self.kind);
+        let digest = sha2::Sha256::digest(gvk.as_bytes());
+        base64::engine::general_purpose::STANDARD.encode(&digest[..8])
+    }
+
     /// The built-in kind, if it is one.
     pub fn builtin(&self) -> Option<Builtin> {
         match self.behavior {

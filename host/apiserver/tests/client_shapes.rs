@@ -215,3 +215,85 @@ async fn undecodable_bodies_are_unrecognized_objects() {
     );
     let _: Value = empty.json();
 }
+
+/// Legacy discovery carries kube's `storageVersionHash` (sha256 of the storage
+/// group/version/kind, first 8 bytes, base64); it follows a CRD's storage version.
+#[tokio::test]
+async fn discovery_storage_version_hash_as_kube_computes_it() {
+    let s = Server::new().await;
+    let hash_of = |list: &Value, name: &str| {
+        list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .map(|r| r["storageVersionHash"].clone())
+            .unwrap()
+    };
+    let core = s.get("/api/v1").await.expect(200).json();
+    // The values a real kube-apiserver publishes.
+    assert_eq!(hash_of(&core, "configmaps"), "qFsyl6wFWjQ=");
+    assert_eq!(hash_of(&core, "namespaces"), "Q3oi5N2YM8M=");
+    assert_eq!(hash_of(&core, "secrets"), "S6u1pOWzb84=");
+    assert_eq!(
+        hash_of(&core, "namespaces/status"),
+        Value::Null,
+        "not on subresources"
+    );
+    let lease = s
+        .get("/apis/coordination.k8s.io/v1")
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(hash_of(&lease, "leases"), "gqkMMb/YqFM=");
+    // A CRD: the hash names the storage version, for every served version.
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    s.yaml(
+        Method::POST,
+        crds,
+        WIDGETS_CRD.split("\n---").next().unwrap(),
+    )
+    .await
+    .expect(201);
+    let crd = s
+        .get(&format!("{crds}/widgets.example.com"))
+        .await
+        .expect(200)
+        .json();
+    let storage = crd["spec"]["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["storage"] == true)
+        .unwrap()["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let expected = |version: &str| {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        let d = sha2::Sha256::digest(format!("example.com/{version}/Widget"));
+        base64::engine::general_purpose::STANDARD.encode(&d[..8])
+    };
+    let v1 = s.get("/apis/example.com/v1").await.expect(200).json();
+    let v1alpha1 = s.get("/apis/example.com/v1alpha1").await.expect(200).json();
+    assert_eq!(hash_of(&v1, "widgets"), expected(&storage));
+    assert_eq!(hash_of(&v1alpha1, "widgets"), expected(&storage));
+    // Switch the storage version: the hash follows.
+    let mut updated = crd.clone();
+    // Unconditional: the CRD controller updates the status meanwhile.
+    updated["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceVersion");
+    let other = if storage == "v1" { "v1alpha1" } else { "v1" };
+    for v in updated["spec"]["versions"].as_array_mut().unwrap() {
+        v["storage"] = json!(v["name"] == other);
+    }
+    s.req(Method::PUT, &format!("{crds}/widgets.example.com"), updated)
+        .await
+        .expect(200);
+    let v1 = s.get("/apis/example.com/v1").await.expect(200).json();
+    assert_eq!(hash_of(&v1, "widgets"), expected(other));
+    assert_ne!(expected(other), expected(&storage));
+}
