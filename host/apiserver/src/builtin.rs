@@ -264,14 +264,23 @@ pub(crate) fn validate_meta_update(new: &Value, old: &Value) -> Vec<FieldError> 
         }
     }
     if crate::object::is_deleting(old) {
-        let old_f = crate::object::finalizers(old);
-        for f in crate::object::finalizers(new) {
-            if !old_f.contains(&f) {
-                errs.push(FieldError::forbidden(
-                    "metadata.finalizers",
-                    format!("no new finalizers can be added if the object is being deleted, found new finalizers []string{{{f:?}}}"),
-                ));
-            }
+        // Linear in the lists' lengths (sets, not pairwise comparisons); one error naming
+        // every new finalizer, sorted, as kube's `ValidateObjectMetaUpdate` words it.
+        let old_f: std::collections::HashSet<String> =
+            crate::object::finalizers(old).into_iter().collect();
+        let added: std::collections::BTreeSet<String> = crate::object::finalizers(new)
+            .into_iter()
+            .filter(|f| !old_f.contains(f))
+            .collect();
+        if !added.is_empty() {
+            let list: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
+            errs.push(FieldError::forbidden(
+                "metadata.finalizers",
+                format!(
+                    "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                    list.join(", ")
+                ),
+            ));
         }
     }
     errs
@@ -280,7 +289,8 @@ pub(crate) fn validate_meta_update(new: &Value, old: &Value) -> Vec<FieldError> 
 fn validate_data(obj: &Value, fields: &[&str]) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let mut total = 0usize;
-    let mut seen: Vec<&str> = Vec::new();
+    // A set: a ConfigMap may have 100,000 keys, and a pairwise check is quadratic.
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for field in fields {
         let Some(map) = obj.get(*field).and_then(Value::as_object) else {
             continue;
@@ -289,14 +299,13 @@ fn validate_data(obj: &Value, fields: &[&str]) -> Vec<FieldError> {
             for msg in v::is_config_map_key(k) {
                 errs.push(FieldError::invalid(field.to_string(), k.as_str(), msg));
             }
-            if seen.contains(&k.as_str()) {
+            if !seen.insert(k.as_str()) {
                 errs.push(FieldError::invalid(
                     field.to_string(),
                     k.as_str(),
                     "duplicate of key present in data",
                 ));
             }
-            seen.push(k);
             total += match val {
                 Value::String(s) if *field == "data" && fields.len() == 1 => {
                     base64::engine::general_purpose::STANDARD

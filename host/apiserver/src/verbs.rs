@@ -626,6 +626,25 @@ impl ResourceType {
     }
 }
 
+/// Bodies from this size on are decoded and validated off the async workers' queue.
+const CPU_BOUND_BODY_BYTES: usize = 256 * 1024;
+
+/// Runs the CPU-heavy part of a request with a body of `size` bytes (decoding, pruning,
+/// validation: tens of milliseconds for a few MiB) so that it does not starve the other
+/// tasks of its runtime worker: on a multi-threaded runtime the worker first hands them to
+/// another thread (`block_in_place`). Small bodies run inline, where that hand-over would
+/// cost more than the work.
+pub(crate) fn cpu_bound<T>(size: usize, work: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let multi_thread =
+        Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+    if size >= CPU_BOUND_BODY_BYTES && multi_thread {
+        tokio::task::block_in_place(work)
+    } else {
+        work()
+    }
+}
+
 /// kube-apiserver's `summarizeData`: a body that looks like JSON shows its first 30 bytes
 /// as text, anything else in hex.
 fn summarize_body(body: &[u8]) -> String {

@@ -58,7 +58,7 @@ pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
 
 /// One create: everything from the body to the guarded write.
 async fn create_once(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> Attempt {
-    let (mut obj, generated) = match prepare(ctx, opts, body) {
+    let (mut obj, generated) = match super::cpu_bound(body.len(), || prepare(ctx, opts, body)) {
         Ok(x) => x,
         Err(e) => return Attempt::Done(Err(e)),
     };

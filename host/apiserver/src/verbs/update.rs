@@ -14,10 +14,13 @@ use crate::object::{meta_mut, meta_str};
 
 pub(super) async fn update(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
     let opts = WriteOptions::from_query(&ctx.query).map_err(|e| Status::bad_request(e.0))?;
-    let decoded = ctx.decode_object(&body)?;
-    let mut obj = decoded.value;
-    ctx.check_type_meta(&mut obj, &body)?;
-    ctx.check_fields(&mut obj, &decoded.duplicates, opts.field_validation)?;
+    let mut obj = super::cpu_bound(body.len(), || -> ApiResult<Value> {
+        let decoded = ctx.decode_object(&body)?;
+        let mut obj = decoded.value;
+        ctx.check_type_meta(&mut obj, &body)?;
+        ctx.check_fields(&mut obj, &decoded.duplicates, opts.field_validation)?;
+        Ok(obj)
+    })?;
     let name = ctx.name().to_owned();
     match meta_str(&obj, "name").unwrap_or("") {
         "" => {
@@ -48,9 +51,11 @@ pub(super) async fn update(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
     let pinned = meta_str(&obj, "resourceVersion").is_some_and(|v| !v.is_empty());
     let out = ctx
         .guaranteed_update(&name, opts.dry_run, pinned, |current| {
-            let mut new = obj.clone();
-            ctx.before_update(&mut new, current)?;
-            Ok(new)
+            super::cpu_bound(body.len(), || {
+                let mut new = obj.clone();
+                ctx.before_update(&mut new, current)?;
+                Ok(new)
+            })
         })
         .await?;
     ctx.respond_object(StatusCode::OK, out)

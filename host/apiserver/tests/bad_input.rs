@@ -1,0 +1,118 @@
+//! Hostile and malformed input (issue 7, section 5): each case gets a `Status` with kube's
+//! reason and code, in bounded time, and leaves the store as it was.
+#![allow(clippy::unwrap_used, reason = "test code")]
+
+use std::time::{Duration, Instant};
+
+use http::Method;
+use serde_json::{Map, Value, json};
+
+mod common;
+use common::Server;
+
+const CM: &str = "/api/v1/namespaces/default/configmaps";
+
+fn many_keys(n: usize) -> Value {
+    let data: Map<String, Value> = (0..n)
+        .map(|i| (format!("k{i:06}"), Value::String(String::new())))
+        .collect();
+    Value::Object(data)
+}
+
+/// ConfigMap keys are checked for duplicates in linear time, and a large body is decoded
+/// and validated without starving the runtime: `/readyz` answers while two 100,000-key
+/// creates run (a quadratic check took 11 s of CPU per request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hundred_thousand_keys_are_validated_in_linear_time() {
+    let s = std::sync::Arc::new(Server::new().await);
+    let started = Instant::now();
+    let creates: Vec<_> = (0..2)
+        .map(|i| {
+            let s = s.clone();
+            tokio::spawn(async move {
+                s.req(
+                    Method::POST,
+                    CM,
+                    json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":format!("big{i}")},"data":many_keys(100_000)}),
+                )
+                .await
+                .expect(201);
+            })
+        })
+        .collect();
+    let mut slowest = Duration::ZERO;
+    while !creates.iter().all(|c| c.is_finished()) {
+        let t = Instant::now();
+        s.get("/readyz").await.expect(200);
+        slowest = slowest.max(t.elapsed());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for c in creates {
+        c.await.unwrap();
+    }
+    // Generous bounds (debug build, shared 2-core machine): the quadratic check needed
+    // minutes here; the linear one needs a fraction of a second per request.
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        slowest < Duration::from_secs(5),
+        "readyz waited {slowest:?}"
+    );
+    let big = s.get(&format!("{CM}/big0")).await.expect(200).json();
+    assert_eq!(big["data"].as_object().unwrap().len(), 100_000);
+}
+
+/// A key in both `data` and `binaryData` is reported once per duplicate, as kube does.
+#[tokio::test]
+async fn duplicate_keys_across_data_and_binary_data() {
+    let s = Server::new().await;
+    let r = s
+        .req(
+            Method::POST,
+            CM,
+            json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup"},"data":{"a":"x","b":"y"},"binaryData":{"a":"eA=="}}),
+        )
+        .await
+        .expect(422);
+    let causes = r.json()["details"]["causes"].as_array().unwrap().clone();
+    assert_eq!(causes.len(), 1, "{causes:?}");
+    assert_eq!(
+        causes[0]["message"],
+        "Invalid value: \"a\": duplicate of key present in data"
+    );
+}
+
+/// Once an object is being deleted, finalizers can only be removed: one error names every
+/// new one, sorted (kube's `ValidateObjectMetaUpdate`).
+#[tokio::test]
+async fn no_new_finalizers_while_deleting() {
+    let s = Server::new().await;
+    s.req(
+        Method::POST,
+        CM,
+        json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"f","finalizers":["example.com/a"]}}),
+    )
+    .await
+    .expect(201);
+    s.req(Method::DELETE, &format!("{CM}/f"), Value::Null)
+        .await
+        .expect(200);
+    let r = s
+        .patch(
+            &format!("{CM}/f"),
+            "application/merge-patch+json",
+            r#"{"metadata":{"finalizers":["example.com/a","example.com/z","example.com/b"]}}"#,
+        )
+        .await
+        .expect(422);
+    let message = r.json()["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.ends_with(
+            "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"example.com/b\", \"example.com/z\"}"
+        ),
+        "{message}"
+    );
+}
