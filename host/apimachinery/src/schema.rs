@@ -19,8 +19,12 @@ pub struct TypeError {
     pub path: String,
     /// What the schema wants, named as Go would (`string`, `int32`, `bool`, `map`, …).
     pub expected: String,
-    /// What was found (`number`, `string`, `bool`, `array`, `object`).
-    pub found: &'static str,
+    /// What was found (`number`, `string`, `bool`, `array`, `object`; `number 4294967296`
+    /// for a number out of the field's range), as Go's decoder names it.
+    pub found: String,
+    /// The Go struct that holds the field (`ObjectMeta` for `metadata.name`, `LeaseSpec`
+    /// for `spec.leaseDurationSeconds`); empty: the kind itself.
+    pub strukt: String,
     /// Extra detail for format errors (base64, date-time).
     pub detail: Option<String>,
 }
@@ -41,7 +45,7 @@ pub fn check(value: &mut Value, schema: &Value, defs: &Map<String, Value>) -> Re
         defs,
         report: Report::default(),
     };
-    c.walk(value, schema, "");
+    c.walk(value, schema, "", "");
     c.report
 }
 
@@ -63,17 +67,20 @@ pub(crate) fn json_kind(v: &Value) -> &'static str {
 }
 
 impl<'a> Checker<'a> {
-    /// Follows `$ref` and single-element `allOf` wrappers.
-    fn resolve(&self, mut s: &'a Value) -> &'a Value {
+    /// Follows `$ref` and single-element `allOf` wrappers; also returns the Go type name
+    /// of the last definition followed (`io.k8s.api.core.v1.ConfigMap` -> `ConfigMap`).
+    fn resolve(&self, mut s: &'a Value) -> (&'a Value, Option<&'a str>) {
+        let mut named = None;
         for _ in 0..32 {
             if let Some(r) = s.get("$ref").and_then(Value::as_str) {
                 let name = r.rsplit('/').next().unwrap_or(r);
-                match self.defs.get(name) {
-                    Some(d) => {
+                match self.defs.get_key_value(name) {
+                    Some((key, d)) => {
+                        named = Some(key.rsplit('.').next().unwrap_or(key));
                         s = d;
                         continue;
                     }
-                    None => return s,
+                    None => return (s, named),
                 }
             }
             if let Some([one]) = s.get("allOf").and_then(Value::as_array).map(Vec::as_slice)
@@ -83,68 +90,78 @@ impl<'a> Checker<'a> {
                 s = one;
                 continue;
             }
-            return s;
+            return (s, named);
         }
-        s
+        (s, named)
     }
 
     fn type_error(
         &mut self,
-        path: &str,
+        at: (&str, &str),
         expected: impl Into<String>,
-        v: &Value,
+        found: impl Into<String>,
         detail: Option<String>,
     ) {
+        let (path, strukt) = at;
         if self.report.type_error.is_none() {
             self.report.type_error = Some(TypeError {
                 path: path.to_owned(),
                 expected: expected.into(),
-                found: json_kind(v),
+                found: found.into(),
+                strukt: strukt.to_owned(),
                 detail,
             });
         }
     }
 
-    fn walk(&mut self, v: &mut Value, schema: &'a Value, path: &str) {
-        let s = self.resolve(schema);
+    /// Checks `v` at `path`; `strukt` names the Go struct holding the field.
+    fn walk(&mut self, v: &mut Value, schema: &'a Value, path: &str, strukt: &'a str) {
+        let (s, named) = self.resolve(schema);
         if v.is_null() {
             return;
         }
+        let at = (path, strukt);
         if s.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
             if !(v.is_string() || v.is_i64() || v.is_u64()) {
-                self.type_error(path, "IntOrString", v, None);
+                self.type_error(at, "IntOrString", json_kind(v), None);
             }
             return;
         }
         let ty = s.get("type").and_then(Value::as_str).unwrap_or("");
         match ty {
-            "object" => self.walk_object(v, s, path),
+            "object" => self.walk_object(v, s, path, named.unwrap_or(strukt)),
             "array" => match v {
                 Value::Array(items) => {
                     if let Some(item_schema) = s.get("items") {
                         for (i, item) in items.iter_mut().enumerate() {
-                            self.walk(item, item_schema, &index(path, i));
+                            self.walk(item, item_schema, &index(path, i), strukt);
                         }
                     }
                 }
-                other => self.type_error(path, "array", other, None),
+                other => self.type_error(at, "array", json_kind(other), None),
             },
             "string" => match &*v {
-                Value::String(text) => self.check_format(s, text, path, v),
-                other => self.type_error(path, "string", other, None),
+                Value::String(text) => self.check_format(s, text, at, v),
+                other => self.type_error(at, "string", json_kind(other), None),
             },
-            "integer" if !(v.is_i64() || v.is_u64()) => {
-                let go = match s.get("format").and_then(Value::as_str) {
-                    Some("int32") => "int32",
-                    _ => "int64",
-                };
-                self.type_error(path, go, v, None);
+            "integer" => {
+                let int32 = s.get("format").and_then(Value::as_str) == Some("int32");
+                let go = if int32 { "int32" } else { "int64" };
+                match v.as_i64() {
+                    // Go's decoder refuses numbers that do not fit the field, naming them.
+                    Some(n) if int32 && i32::try_from(n).is_err() => {
+                        self.type_error(at, go, format!("number {n}"), None);
+                    }
+                    Some(_) => {}
+                    None if v.is_u64() => self.type_error(at, go, format!("number {v}"), None),
+                    None => self.type_error(at, go, json_kind(v), None),
+                }
             }
             "number" if !v.is_number() => {
-                self.type_error(path, "float64", v, None);
+                self.type_error(at, "float64", json_kind(v), None);
             }
             "boolean" if !v.is_boolean() => {
-                self.type_error(path, "bool", v, None);
+                self.type_error(at, "bool", json_kind(v), None);
             }
             _ => {
                 // No type: anything goes (kube's free-form values).
@@ -152,7 +169,8 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn check_format(&mut self, s: &Value, text: &str, path: &str, v: &Value) {
+    fn check_format(&mut self, s: &Value, text: &str, at: (&str, &str), v: &Value) {
+        let path = at.0;
         match s.get("format").and_then(Value::as_str) {
             Some("byte")
                 if base64::engine::general_purpose::STANDARD
@@ -160,9 +178,9 @@ impl<'a> Checker<'a> {
                     .is_err() =>
             {
                 self.type_error(
-                    path,
+                    at,
                     "[]byte",
-                    v,
+                    json_kind(v),
                     Some(format!("illegal base64 data in {path}")),
                 );
             }
@@ -174,9 +192,9 @@ impl<'a> Checker<'a> {
                 .is_err() =>
             {
                 self.type_error(
-                    path,
+                    at,
                     "Time",
-                    v,
+                    json_kind(v),
                     Some(format!(
                         "parsing time {text:?} as \"2006-01-02T15:04:05Z07:00\": cannot parse"
                     )),
@@ -186,14 +204,16 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn walk_object(&mut self, v: &mut Value, s: &'a Value, path: &str) {
+    /// An object; `strukt` is its own Go struct, which holds its fields (a map's values
+    /// keep the struct that holds the map).
+    fn walk_object(&mut self, v: &mut Value, s: &'a Value, path: &str, strukt: &'a str) {
         let Value::Object(map) = v else {
             let expected = if s.get("additionalProperties").is_some() {
                 "map"
             } else {
                 "struct"
             };
-            self.type_error(path, expected, v, None);
+            self.type_error((path, strukt), expected, json_kind(v), None);
             return;
         };
         let props = s.get("properties").and_then(Value::as_object);
@@ -215,9 +235,9 @@ impl<'a> Checker<'a> {
         for (key, val) in map.iter_mut() {
             let p = child(path, key);
             if let Some(ps) = props.and_then(|p| p.get(key)) {
-                self.walk(val, ps, &p);
+                self.walk(val, ps, &p, strukt);
             } else if let Some(a) = additional.filter(|a| a.is_object()) {
-                self.walk(val, a, &p);
+                self.walk(val, a, &p, strukt);
             } else if additional.and_then(Value::as_bool) == Some(true) || preserve {
                 // Kept as is.
             } else if embedded && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
@@ -239,8 +259,11 @@ pub fn type_error_message(kind: &str, version: &str, e: &TypeError) -> String {
     match &e.detail {
         Some(d) => format!("{kind} in version {version:?} cannot be handled as a {kind}: {d}"),
         None => format!(
-            "{kind} in version {version:?} cannot be handled as a {kind}: json: cannot unmarshal {} into Go struct field {kind}.{} of type {}",
-            e.found, e.path, e.expected
+            "{kind} in version {version:?} cannot be handled as a {kind}: json: cannot unmarshal {} into Go struct field {}.{} of type {}",
+            e.found,
+            if e.strukt.is_empty() { kind } else { &e.strukt },
+            e.path,
+            e.expected
         ),
     }
 }
@@ -316,7 +339,8 @@ mod tests {
         let e = TypeError {
             path: "data.k".into(),
             expected: "string".into(),
-            found: "number",
+            found: "number".into(),
+            strukt: String::new(),
             detail: None,
         };
         assert_eq!(

@@ -116,3 +116,57 @@ async fn no_new_finalizers_while_deleting() {
         "{message}"
     );
 }
+
+/// `format: int32` fields refuse numbers that do not fit, as Go's decoder does in
+/// kube-apiserver: 400, naming the number and the Go struct that holds the field.
+#[tokio::test]
+async fn int32_fields_refuse_numbers_that_do_not_fit() {
+    let s = Server::new().await;
+    let r = s
+        .req(
+            Method::POST,
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+            json!({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"leaseDurationSeconds":4294967296u64}}),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json()["message"],
+        "Lease in version \"v1\" cannot be handled as a Lease: json: cannot unmarshal number 4294967296 into Go struct field LeaseSpec.spec.leaseDurationSeconds of type int32"
+    );
+    let r = s
+        .req(
+            Method::POST,
+            "/api/v1/namespaces/default/events",
+            json!({"apiVersion":"v1","kind":"Event","metadata":{"name":"e"},"involvedObject":{"name":"x"},"count":8589934592u64}),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json()["message"],
+        "Event in version \"v1\" cannot be handled as a Event: json: cannot unmarshal number 8589934592 into Go struct field Event.count of type int32"
+    );
+    // The bounds themselves fit; int64 fields take what int32 ones refuse.
+    s.req(
+        Method::POST,
+        "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+        json!({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"leaseDurationSeconds":2147483647}}),
+    )
+    .await
+    .expect(201);
+    let r = s
+        .req(
+            Method::POST,
+            "/api/v1/namespaces",
+            json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":true}}),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json()["message"],
+        "Namespace in version \"v1\" cannot be handled as a Namespace: json: cannot unmarshal bool into Go struct field ObjectMeta.metadata.name of type string"
+    );
+    s.get("/api/v1/namespaces/default/events/e")
+        .await
+        .expect(404);
+}
