@@ -170,3 +170,76 @@ async fn int32_fields_refuse_numbers_that_do_not_fit() {
         .await
         .expect(404);
 }
+
+/// A watch from a revision the store has not reached is too new, not too old: after a
+/// short wait, 504 "Too large resource version" as a get or list answers (`RV-09`).
+#[tokio::test]
+async fn rv_09_watch_from_a_future_revision_is_too_large_not_expired() {
+    let s = Server::with(wasmgate_apiserver::Options {
+        resource_version_wait: Duration::from_millis(300),
+        ..Default::default()
+    })
+    .await;
+    let r = s
+        .get(&format!("{CM}?watch=true&resourceVersion={}", u64::MAX))
+        .await
+        .expect(504);
+    let status = r.json();
+    assert_eq!(status["reason"], "Timeout");
+    assert_eq!(
+        status["details"]["causes"][0]["reason"],
+        "ResourceVersionTooLarge"
+    );
+    assert_eq!(status["details"]["retryAfterSeconds"], 1);
+    assert!(status["message"].as_str().unwrap().starts_with(&format!(
+        "Too large resource version: {}, current: ",
+        u64::MAX
+    )));
+    let current = s.create_cm("default", "a", json!({})).await["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse::<u64>()
+        .unwrap();
+    let t = Instant::now();
+    s.get(&format!(
+        "{CM}?watch=true&resourceVersion={}",
+        current + 100
+    ))
+    .await
+    .expect(504);
+    assert!(t.elapsed() >= Duration::from_millis(250), "it waits first");
+    // A revision reached while waiting starts the watch.
+    let writer = {
+        let api = s.api.clone();
+        tokio::spawn(async move {
+            let mut codes = Vec::new();
+            for name in ["b", "c"] {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let req = http::Request::builder()
+                    .method(Method::POST)
+                    .uri(CM)
+                    .header("content-type", "application/json")
+                    .body(http_body_util::Full::new(bytes::Bytes::from(format!(
+                        r#"{{"metadata":{{"name":"{name}"}}}}"#
+                    ))))
+                    .unwrap();
+                codes.push(
+                    api.handle(req, Some(common::admin()))
+                        .await
+                        .status()
+                        .as_u16(),
+                );
+            }
+            codes
+        })
+    };
+    let mut w = s
+        .watch(&format!("{CM}?watch=true&resourceVersion={}", current + 1))
+        .await;
+    assert_eq!(writer.await.unwrap(), [201, 201]);
+    let ev = w.next().await.unwrap();
+    assert_eq!(
+        ev["object"]["metadata"]["name"], "c",
+        "events after the revision waited for"
+    );
+}

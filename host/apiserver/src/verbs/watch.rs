@@ -71,7 +71,12 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
             let listed = read_list(ctx, presenter.as_ref(), &filter, semantics, 0).await?;
             (listed.items, listed.revision, bookmark)
         }
-        WatchStart::After(rev) => (Vec::new(), rev, false),
+        WatchStart::After(rev) => {
+            // A revision the store has not reached: wait briefly, then kube's
+            // "Too large resource version" (504), as for a get or list (`RV-09`).
+            super::get::wait_for_revision(ctx, rev).await?;
+            (Vec::new(), rev, false)
+        }
         WatchStart::Now => (Vec::new(), store.revision(), false),
     };
     let watcher = store
