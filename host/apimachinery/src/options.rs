@@ -355,22 +355,50 @@ impl ContinueToken {
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
     }
 
-    /// Parses the wire form.
+    /// Parses the wire form, refusing what kube's `DecodeContinue` refuses (400): bad
+    /// encoding, an unknown version, revision 0, an empty start key, and a start key that
+    /// is not a clean relative path (it could reach outside the listed prefix).
     pub fn decode(s: &str) -> Result<Self, OptionsError> {
-        let invalid = || {
-            bad(
-                "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
-            )
+        let invalid = |why: &str| {
+            bad(format!(
+                "invalid continue token: continue key is not valid{why}"
+            ))
         };
+        let bad_rv =
+            || invalid(": incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
         let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(s.trim_end_matches('='))
-            .map_err(|_| invalid())?;
-        let t: ContinueToken = serde_json::from_slice(&raw).map_err(|_| invalid())?;
-        if t.v != "meta.k8s.io/v1" || t.start.contains('\0') {
-            return Err(invalid());
+            .map_err(|_| bad_rv())?;
+        let t: ContinueToken = serde_json::from_slice(&raw).map_err(|_| bad_rv())?;
+        if t.v != "meta.k8s.io/v1" {
+            return Err(invalid(&format!(
+                ": server does not recognize this encoded version {}",
+                t.v
+            )));
+        }
+        if t.rv == 0 {
+            return Err(bad_rv());
+        }
+        if t.start.is_empty() {
+            return Err(invalid(
+                ": encoded start key empty (version meta.k8s.io/v1)",
+            ));
+        }
+        if !is_clean_relative_key(&t.start) {
+            return Err(invalid(&format!(": {}", t.start)));
         }
         Ok(t)
     }
+}
+
+/// Whether `/` + `key` is what Go's `path.Clean` leaves unchanged: no empty, `.` or `..`
+/// segment and no trailing slash (and no NUL, which no stored key has).
+fn is_clean_relative_key(key: &str) -> bool {
+    let key = key.strip_prefix('/').unwrap_or(key);
+    !key.contains('\0')
+        && key
+            .split('/')
+            .all(|seg| !seg.is_empty() && seg != "." && seg != "..")
 }
 
 /// `fieldValidation` (`FV-01`).
@@ -627,6 +655,37 @@ mod tests {
         assert!(matches!(zero, ListSemantics::Continue(_)));
         assert!(list_semantics(&lo(&format!("continue={t}&resourceVersion=7"))).is_err());
         assert!(list_semantics(&lo("continue=garbage")).is_err());
+    }
+
+    /// Issue 7: tampered tokens are 400 with kube's `DecodeContinue` wording.
+    #[test]
+    fn chunk_06_tampered_continue_tokens_are_refused() {
+        let raw = |json: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
+        let msg = |token: &str| ContinueToken::decode(token).unwrap_err().0;
+        let prefix = "invalid continue token: continue key is not valid";
+        assert_eq!(
+            msg(&raw(r#"{"v":"meta.k8s.io/v1","rv":0,"start":"a"}"#)),
+            format!("{prefix}: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+        );
+        assert_eq!(
+            msg(&raw(r#"{"v":"meta.k8s.io/v1","rv":5,"start":""}"#)),
+            format!("{prefix}: encoded start key empty (version meta.k8s.io/v1)")
+        );
+        for outside in ["../secrets/x", "a/../../b", "ns//a", "a/", "./a"] {
+            let t = raw(&format!(
+                r#"{{"v":"meta.k8s.io/v1","rv":5,"start":"{outside}"}}"#
+            ));
+            assert_eq!(msg(&t), format!("{prefix}: {outside}"));
+        }
+        assert_eq!(
+            msg(&raw(r#"{"v":"meta.k8s.io/v2","rv":5,"start":"a"}"#)),
+            format!("{prefix}: server does not recognize this encoded version meta.k8s.io/v2")
+        );
+        assert_eq!(
+            msg("!!!"),
+            format!("{prefix}: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+        );
+        assert!(ContinueToken::decode(&ContinueToken::new(5, "ns/a.b-c").encode()).is_ok());
     }
 
     #[test]

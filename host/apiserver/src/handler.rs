@@ -122,7 +122,8 @@ where
     B: http_body::Body<Data = Bytes> + Send + Unpin,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let path = req.uri().path().to_owned();
+    // Routing sees the decoded path, as Go's `url.URL.Path` is (`a%2Db` names `a-b`).
+    let path = decode_path(req.uri().path())?;
     let query = Query::parse(req.uri().query());
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     if let Some(endpoint) = health::Endpoint::from_segment(segments[0]) {
@@ -200,6 +201,22 @@ where
         }
         RequestInfo::NonResource => Err(Status::not_found_path().into()),
         RequestInfo::Resource(r) => resource(inner, catalog, r, query, req, user).await,
+    }
+}
+
+/// Percent-decodes a request path. A `%` not followed by two hex digits, or bytes that
+/// are not UTF-8 once decoded, are a 400 (Go's URL parser refuses such a path).
+fn decode_path(raw: &str) -> ApiResult<String> {
+    let bytes = raw.as_bytes();
+    let bad_escape = bytes.iter().enumerate().any(|(i, b)| {
+        *b == b'%'
+            && !(bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
+    });
+    let decoded = percent_encoding::percent_decode_str(raw).decode_utf8();
+    match decoded {
+        Ok(p) if !bad_escape => Ok(p.into_owned()),
+        _ => Err(Status::bad_request(format!("invalid URL escape in path {raw:?}")).into()),
     }
 }
 

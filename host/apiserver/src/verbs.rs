@@ -550,6 +550,23 @@ impl Ctx {
                 _ => false,
             };
             let mut new = compute(&cur_obj)?;
+            if pinned && let Some(rv) = meta_str(&new, "resourceVersion") {
+                // Not a revision at all: the request is wrong, not late (a 409 would make
+                // clients retry for ever).
+                if let Err(e) = rv.parse::<u64>() {
+                    return Err(Status::bad_request(format!(
+                        "metadata.resourceVersion: Invalid value: {}: strconv.ParseUint: parsing {}: {}",
+                        wasmgate_apimachinery::validation::go_quote(rv),
+                        wasmgate_apimachinery::validation::go_quote(rv),
+                        if matches!(e.kind(), std::num::IntErrorKind::PosOverflow) {
+                            "value out of range"
+                        } else {
+                            "invalid syntax"
+                        }
+                    ))
+                    .into());
+                }
+            }
             if pinned
                 && meta_str(&new, "resourceVersion") != Some(cur.revision.to_string().as_str())
             {

@@ -243,3 +243,86 @@ async fn rv_09_watch_from_a_future_revision_is_too_large_not_expired() {
         "events after the revision waited for"
     );
 }
+
+/// `metadata.resourceVersion` that is not a revision is a bad request, not a conflict
+/// (a client retrying a 409 would never succeed).
+#[tokio::test]
+async fn a_resource_version_that_is_not_a_number_is_400() {
+    let s = Server::new().await;
+    s.create_cm("default", "a", json!({})).await;
+    for (rv, why) in [
+        ("abc", "invalid syntax"),
+        ("99999999999999999999", "value out of range"),
+    ] {
+        let r = s
+            .req(
+                Method::PUT,
+                &format!("{CM}/a"),
+                json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":rv}}),
+            )
+            .await
+            .expect(400);
+        assert_eq!(
+            r.json()["message"],
+            format!(
+                "metadata.resourceVersion: Invalid value: \"{rv}\": strconv.ParseUint: parsing \"{rv}\": {why}"
+            )
+        );
+    }
+    s.patch(
+        &format!("{CM}/a"),
+        "application/merge-patch+json",
+        r#"{"metadata":{"resourceVersion":"abc"}}"#,
+    )
+    .await
+    .expect(400);
+}
+
+/// Path segments are percent-decoded before routing (`a%2Db` is `a-b`); a malformed escape
+/// is 400.
+#[tokio::test]
+async fn percent_encoded_path_segments_are_decoded() {
+    let s = Server::new().await;
+    s.create_cm("default", "a-b", json!({})).await;
+    let got = s.get(&format!("{CM}/a%2Db")).await.expect(200).json();
+    assert_eq!(got["metadata"]["name"], "a-b");
+    s.get("/api/v1/namespaces/def%61ult/configmaps/a-b")
+        .await
+        .expect(200);
+    s.get(&format!("{CM}/a%2Fb")).await.expect(404);
+    assert_eq!(
+        s.get(&format!("{CM}/a%zzb")).await.expect(400).reason(),
+        "BadRequest"
+    );
+}
+
+/// Tampered `continue` tokens are 400 with kube's wording, before anything is read.
+#[tokio::test]
+async fn chunk_06_tampered_continue_tokens_are_400() {
+    use base64::Engine as _;
+    let s = Server::new().await;
+    let token = |json: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
+    for (json, tail) in [
+        (
+            r#"{"v":"meta.k8s.io/v1","rv":0,"start":"a"}"#,
+            ": incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        ),
+        (
+            r#"{"v":"meta.k8s.io/v1","rv":3,"start":""}"#,
+            ": encoded start key empty (version meta.k8s.io/v1)",
+        ),
+        (
+            r#"{"v":"meta.k8s.io/v1","rv":3,"start":"../../secrets/default/x"}"#,
+            ": ../../secrets/default/x",
+        ),
+    ] {
+        let r = s
+            .get(&format!("{CM}?limit=1&continue={}", token(json)))
+            .await
+            .expect(400);
+        assert_eq!(
+            r.json()["message"],
+            format!("invalid continue token: continue key is not valid{tail}")
+        );
+    }
+}
