@@ -118,6 +118,80 @@ fn dns1035(errs: &mut Vec<FieldError>, field: &str, value: &str) {
     }
 }
 
+/// The annotation that records the API review of a CRD in a Kubernetes-owned group.
+const API_APPROVED: &str = "api-approved.kubernetes.io";
+
+/// What a CRD's approval annotation says (kube's `GetAPIApprovalState`).
+#[derive(Debug, PartialEq, Eq)]
+enum Approval {
+    Approved,
+    Bypassed,
+    Missing,
+    Invalid,
+}
+
+fn approval_state(crd: &Value) -> Approval {
+    let value = meta(crd)
+        .get("annotations")
+        .and_then(|a| a.get(API_APPROVED))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    // A URL with a scheme and a host, as Go's `url.ParseRequestURI` reads one.
+    let is_url = value.split_once("://").is_some_and(|(scheme, rest)| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+            && !rest.split('/').next().unwrap_or("").is_empty()
+            && !value.contains(char::is_whitespace)
+    });
+    if value.is_empty() {
+        Approval::Missing
+    } else if value.starts_with("unapproved") {
+        Approval::Bypassed
+    } else if is_url {
+        Approval::Approved
+    } else {
+        Approval::Invalid
+    }
+}
+
+/// kube's `validateAPIApproval`: a CRD in `k8s.io`, `kubernetes.io` or a subdomain of
+/// either must carry the approval annotation (a URL, or a reason starting with
+/// `unapproved`); an update that leaves the state as it was is never refused.
+fn validate_api_approval(crd: &Value, old: Option<&Value>, group: &str) -> Vec<FieldError> {
+    let protected = ["k8s.io", "kubernetes.io"]
+        .iter()
+        .any(|p| group == *p || group.ends_with(&format!(".{p}")));
+    if !protected {
+        return Vec::new();
+    }
+    let new_state = approval_state(crd);
+    if old.is_some_and(|o| approval_state(o) == new_state) {
+        return Vec::new();
+    }
+    let field = format!("metadata.annotations[{API_APPROVED}]");
+    match new_state {
+        Approval::Missing => vec![FieldError::required(
+            field,
+            format!(
+                "protected groups must have approval annotation {API_APPROVED:?}, see https://github.com/kubernetes/enhancements/pull/1111"
+            ),
+        )],
+        Approval::Invalid => {
+            let value = meta(crd)["annotations"][API_APPROVED].clone();
+            vec![FieldError::invalid(
+                field,
+                value,
+                format!(
+                    "protected groups must have approval annotation {API_APPROVED:?} with either a URL or a reason starting with \"unapproved\", see https://github.com/kubernetes/enhancements/pull/1111"
+                ),
+            )]
+        }
+        Approval::Approved | Approval::Bypassed => Vec::new(),
+    }
+}
+
 /// ValidateCustomResourceDefinition (+ Update when `old` is given).
 pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = v::validate_object_meta(
@@ -152,6 +226,7 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
             ));
         }
     }
+    errs.extend(validate_api_approval(crd, old, group));
     match s(spec, "scope") {
         Some("Namespaced" | "Cluster") => {}
         None | Some("") => errs.push(FieldError::required("spec.scope", "")),

@@ -326,3 +326,65 @@ async fn chunk_06_tampered_continue_tokens_are_400() {
         );
     }
 }
+
+/// A CRD in a Kubernetes-owned group (`*.k8s.io`, `*.kubernetes.io`) needs the
+/// `api-approved.kubernetes.io` annotation: a URL or a reason starting with `unapproved`.
+#[tokio::test]
+async fn crd_in_a_protected_group_needs_api_approval() {
+    let s = Server::new().await;
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let crd = |group: &str, annotation: Option<&str>| {
+        let mut c = json!({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+            "metadata":{"name":format!("things.{group}")},
+            "spec":{"group":group,"scope":"Namespaced","names":{"plural":"things","kind":"Thing"},
+                "versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object"}}}]}});
+        if let Some(a) = annotation {
+            c["metadata"]["annotations"] = json!({"api-approved.kubernetes.io": a});
+        }
+        c
+    };
+    let r = s
+        .req(Method::POST, crds, crd("x.k8s.io", None))
+        .await
+        .expect(422);
+    let cause = &r.json()["details"]["causes"][0];
+    assert_eq!(
+        cause["field"],
+        "metadata.annotations[api-approved.kubernetes.io]"
+    );
+    assert_eq!(cause["reason"], "FieldValueRequired");
+    assert_eq!(
+        cause["message"],
+        "Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111"
+    );
+    let r = s
+        .req(Method::POST, crds, crd("kubernetes.io", Some("sure")))
+        .await
+        .expect(422);
+    assert_eq!(
+        r.json()["details"]["causes"][0]["reason"],
+        "FieldValueInvalid"
+    );
+    s.req(
+        Method::POST,
+        crds,
+        crd(
+            "a.k8s.io",
+            Some("https://github.com/kubernetes/kubernetes/pull/78458"),
+        ),
+    )
+    .await
+    .expect(201);
+    s.req(
+        Method::POST,
+        crds,
+        crd("b.k8s.io", Some("unapproved, experimental")),
+    )
+    .await
+    .expect(201);
+    // Other groups need nothing.
+    s.req(Method::POST, crds, crd("k8s.example.com", None))
+        .await
+        .expect(201);
+    s.get(&format!("{crds}/things.x.k8s.io")).await.expect(404);
+}

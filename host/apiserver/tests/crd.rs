@@ -242,14 +242,15 @@ async fn crd_bad_input_is_422_with_causes() {
             && causes.contains(&"spec.names.shortNames".to_owned()),
         "{causes:?}"
     );
-    let r = post(minimal_crd(
+    let mut taken = minimal_crd(
         "coordination.k8s.io",
         "leases",
         "Lease",
         json!({"type":"object"}),
-    ))
-    .await
-    .expect(422);
+    );
+    // A protected group: approved, so that only the name collision is refused.
+    taken["metadata"]["annotations"] = json!({"api-approved.kubernetes.io": "unapproved, test"});
+    let r = post(taken).await.expect(422);
     assert!(r.text().contains("is already in use"));
     // A schema restricting metadata beyond name/generateName is not structural.
     let r = post(minimal_crd("y.io", "ones", "One", json!({"type":"object","properties":{"metadata":{"type":"object","properties":{"labels":{"type":"object"}}}}}))).await.expect(422);
