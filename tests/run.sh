@@ -16,4 +16,12 @@ if ! command -v curl >/dev/null; then
   sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq && $sudo_cmd apt-get install -y -qq curl
 fi
+# The Python `kubernetes` client for the end-to-end test that drives the gateway with it,
+# in a venv outside the clone (kept between runs).
+py_venv="${WASMGATE_PY_VENV:-$HOME/.cache/wasmgate-py}"
+if ! "$py_venv/bin/python" -c 'import kubernetes' 2>/dev/null; then
+  python3 -m venv "$py_venv"
+  "$py_venv/bin/pip" install --quiet --disable-pip-version-check 'kubernetes>=31'
+fi
+export WASMGATE_PYTHON="$py_venv/bin/python"
 cargo test --workspace --locked "$@"

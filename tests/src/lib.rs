@@ -63,6 +63,7 @@ pub struct GatewayBuilder {
     bin: PathBuf,
     storage: Storage,
     data_dir: Option<PathBuf>,
+    config: Option<String>,
 }
 
 impl GatewayBuilder {
@@ -75,6 +76,12 @@ impl GatewayBuilder {
     /// Use this data directory instead of a fresh temporary one (restart tests).
     pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.data_dir = Some(dir.into());
+        self
+    }
+
+    /// A configuration file (YAML, as `wasmgate config` prints) passed with `--config`.
+    pub fn config(mut self, yaml: &str) -> Self {
+        self.config = Some(yaml.to_owned());
         self
     }
 
@@ -152,8 +159,16 @@ impl GatewayBuilder {
             Storage::Memory => "memory",
             Storage::Embedded => "embedded",
         };
-        let mut child = Command::new(bin)
-            .arg("serve")
+        let mut cmd = Command::new(bin);
+        cmd.arg("serve");
+        if let Some(yaml) = &self.config {
+            let path = stderr_log.with_file_name("config.yaml");
+            std::fs::write(&path, yaml)
+                .context("writing the config file")
+                .map_err(SpawnError::Other)?;
+            cmd.arg("--config").arg(path);
+        }
+        let mut child = cmd
             .arg("--data-dir")
             .arg(data_dir)
             .args(["--listen", &listen, "--storage", storage])
@@ -301,8 +316,19 @@ impl Gateway {
         GatewayBuilder {
             bin: bin.into(),
             storage: Storage::Memory,
+            config: None,
             data_dir: None,
         }
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
     }
 
     /// `https://127.0.0.1:PORT`.

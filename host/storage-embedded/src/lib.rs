@@ -71,12 +71,27 @@ impl std::fmt::Debug for EmbeddedEngine {
     }
 }
 
+/// The store holds Secret values: its file is readable by its owner only (0600). A new
+/// file is created empty with that mode (redb initializes an empty file); an existing
+/// one is tightened.
+fn restrict_to_owner(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+}
+
 impl EmbeddedEngine {
     /// Opens (or creates) the database file described by `config`.
     pub fn open(config: &Config) -> Result<Self, EngineError> {
         if let Some(parent) = config.path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(EngineError::other)?;
         }
+        restrict_to_owner(&config.path).map_err(EngineError::other)?;
         let db = Database::builder()
             .set_cache_size(config.cache_mib.saturating_mul(1 << 20))
             .create(&config.path)

@@ -78,6 +78,12 @@ pub struct Limits {
     pub min_request_timeout_seconds: u64,
     /// Seconds in-flight requests get to finish at shutdown.
     pub shutdown_drain_seconds: u64,
+    /// Seconds a client may take for the TLS handshake and for each request's headers.
+    pub header_read_timeout_seconds: u64,
+    /// Seconds a connection may stay open with no request in flight.
+    pub idle_timeout_seconds: u64,
+    /// Most connections at once without a client certificate (or still handshaking).
+    pub max_unauthenticated_connections: usize,
 }
 
 impl Default for Limits {
@@ -90,11 +96,27 @@ impl Default for Limits {
             compaction_interval_seconds: 60,
             min_request_timeout_seconds: 1800,
             shutdown_drain_seconds: 30,
+            header_read_timeout_seconds: 32,
+            idle_timeout_seconds: 90,
+            max_unauthenticated_connections: 256,
         }
     }
 }
 
 impl Limits {
+    /// Serving options for these limits (`tls`: the TLS listener's configuration).
+    pub fn serve_options(
+        &self,
+        tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    ) -> wasmgate_apiserver::serve::ServeOptions {
+        let mut o = wasmgate_apiserver::serve::ServeOptions::new(tls);
+        o.drain_timeout = Duration::from_secs(self.shutdown_drain_seconds);
+        o.header_read_timeout = Duration::from_secs(self.header_read_timeout_seconds.max(1));
+        o.idle_timeout = Duration::from_secs(self.idle_timeout_seconds.max(1));
+        o.max_unauthenticated_connections = self.max_unauthenticated_connections.max(1);
+        o
+    }
+
     /// The API server's options for these limits.
     pub fn api_options(&self, advertise: &str) -> wasmgate_apiserver::Options {
         wasmgate_apiserver::Options {

@@ -15,7 +15,6 @@ pub mod pki;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::net::TcpListener;
@@ -26,6 +25,33 @@ use wasmgate_storage::{Engine, Store, StoreOptions};
 use wasmgate_storage_embedded::EmbeddedEngine;
 
 pub use config::Config;
+
+/// The data directory holds the store (Secret values) and the PKI: owner only (0700).
+/// A directory we create gets that mode; an existing one is tightened when it is already
+/// a gateway's (it holds `store.redb`, `pki/` or `admin.kubeconfig`), and left alone
+/// otherwise (it may be a directory the user shares), with a warning if others can read it.
+fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+    if !dir.exists() {
+        return std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir);
+    }
+    let mode = std::fs::metadata(dir)?.permissions().mode() & 0o777;
+    if mode & 0o077 == 0 {
+        return Ok(());
+    }
+    let ours = ["store.redb", "pki", "admin.kubeconfig"]
+        .iter()
+        .any(|f| dir.join(f).exists());
+    if ours {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    } else {
+        tracing::warn!(dir = %dir.display(), mode = format!("{mode:o}"), "the data directory is readable by other users; the store will hold Secret values");
+        Ok(())
+    }
+}
 
 /// A running gateway.
 pub struct Gateway {
@@ -44,7 +70,7 @@ impl Gateway {
     /// writes the admin kubeconfig, and starts serving. When this returns, the gateway
     /// answers requests.
     pub async fn start(config: &Config) -> anyhow::Result<Gateway> {
-        std::fs::create_dir_all(&config.data_dir)
+        create_private_dir(&config.data_dir)
             .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
         let engine: Arc<dyn Engine> = match &config.storage {
             config::StorageConfig::Embedded { cache_mib } => {
@@ -89,7 +115,6 @@ impl Gateway {
         let kubeconfig = config.data_dir.join("admin.kubeconfig");
         pki::write_kubeconfig(&kubeconfig, &format!("https://{advertise}"), &pki)?;
 
-        let drain = Duration::from_secs(config.limits.shutdown_drain_seconds);
         let mut stop = Vec::new();
         let mut tasks = Vec::new();
         let (tx, rx) = oneshot::channel::<()>();
@@ -97,11 +122,7 @@ impl Gateway {
         tasks.push(tokio::spawn(serve(
             server.clone(),
             listener,
-            ServeOptions {
-                tls: Some(tls),
-                unauthenticated_user: None,
-                drain_timeout: drain,
-            },
+            config.limits.serve_options(Some(tls)),
             async move {
                 let _ = rx.await;
             },
@@ -118,12 +139,11 @@ impl Gateway {
                 server.clone(),
                 l,
                 ServeOptions {
-                    tls: None,
                     unauthenticated_user: Some(User {
                         name: "system:insecure-listener".into(),
                         groups: vec!["system:masters".into(), "system:authenticated".into()],
                     }),
-                    drain_timeout: drain,
+                    ..config.limits.serve_options(None)
                 },
                 async move {
                     let _ = rx.await;

@@ -1,0 +1,196 @@
+//! Transport hygiene against the real binary (issue 7, section 5): connections are bounded
+//! in time and number, plain HTTP to the TLS port gets Go's answer, a read with an unread
+//! body keeps its response, impersonation is refused, and the data directory is private.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmgate_e2e::{Gateway, Storage, gateway_builder};
+
+/// Reads until the peer closes; the time it took, or `None` if it stayed open for `limit`.
+fn closed_within(stream: &mut impl std::io::Read, limit: Duration) -> Option<Duration> {
+    let start = Instant::now();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) if start.elapsed() < limit => return Some(start.elapsed()),
+            Ok(_) if start.elapsed() < limit => continue,
+            _ => return None,
+        }
+    }
+}
+
+fn connect(gw: &Gateway, read_timeout: Duration) -> TcpStream {
+    let s = TcpStream::connect(gw.addr()).expect("connect");
+    s.set_read_timeout(Some(read_timeout)).expect("timeout");
+    s
+}
+
+/// Go's net/http (so kube-apiserver) answers plain HTTP on its TLS port with a 400.
+#[test]
+fn plain_http_to_the_tls_port_gets_a_400() {
+    let gw = gateway_builder!().start();
+    let mut s = connect(&gw, Duration::from_secs(10));
+    s.write_all(b"GET /version HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .expect("write");
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).expect("read");
+    assert_eq!(
+        answer,
+        "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"
+    );
+}
+
+/// Silent clients are dropped after the header-read timeout, connections past the cap of
+/// unauthenticated ones are closed at once, and clients with certificates get in again as
+/// soon as the silent ones are gone.
+#[test]
+fn silent_and_excess_unauthenticated_connections_are_closed() {
+    let gw = gateway_builder!()
+        .config("limits:\n  header-read-timeout-seconds: 2\n  max-unauthenticated-connections: 4\n")
+        .start();
+    let mut conns: Vec<TcpStream> = (0..10)
+        .map(|_| connect(&gw, Duration::from_secs(20)))
+        .collect();
+    // Past the cap (4): closed at once.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut early = 0;
+    for c in &mut conns {
+        c.set_read_timeout(Some(Duration::from_millis(200)))
+            .expect("timeout");
+        if closed_within(c, Duration::from_millis(200)).is_some() {
+            early += 1;
+        }
+    }
+    assert_eq!(early, 6, "connections past the cap close at once");
+    // The rest: closed by the handshake/header timeout (2 s), not held for ever.
+    for c in &mut conns {
+        c.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        let t = closed_within(c, Duration::from_secs(15));
+        assert!(t.is_some(), "a silent connection stayed open");
+    }
+    gw.kubectl_ok(&["get", "ns"]);
+}
+
+fn tls_client(gw: &Gateway) -> Arc<rustls::ClientConfig> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(gw.ca_file()).expect("ca.crt") {
+        roots.add(cert.expect("a certificate")).expect("a root");
+    }
+    Arc::new(
+        rustls::ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    )
+}
+
+/// A keep-alive connection with nothing in flight is closed after the idle timeout.
+#[test]
+fn idle_keep_alive_connections_are_closed() {
+    let gw = gateway_builder!()
+        .config("limits:\n  idle-timeout-seconds: 2\n")
+        .start();
+    let conn = rustls::ClientConnection::new(
+        tls_client(&gw),
+        "localhost".try_into().expect("server name"),
+    )
+    .expect("tls");
+    let mut tls = rustls::StreamOwned::new(conn, connect(&gw, Duration::from_secs(20)));
+    tls.write_all(b"GET /version HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .expect("write");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("\"gitVersion\"") {
+        let n = tls.read(&mut buf).expect("response");
+        assert!(n > 0, "closed before the response");
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 200"));
+    // Served, then idle: closed after about 2 s (generous bound).
+    let t = closed_within(&mut tls, Duration::from_secs(15)).expect("closed when idle");
+    assert!(t >= Duration::from_millis(1500), "closed too early: {t:?}");
+}
+
+/// A GET with a large body it does not read still gets its whole response (the body is
+/// read and dropped, so closing never resets the connection under the response).
+#[test]
+fn a_read_with_a_large_unread_body_gets_its_whole_response() {
+    let gw = gateway_builder!().start();
+    let body = "x".repeat(2 * 1024 * 1024);
+    let reply = gw.request(
+        "GET",
+        "/api/v1/namespaces/default",
+        "application/json",
+        Some(&body),
+    );
+    let ns = reply.expect_status(200);
+    assert_eq!(ns["metadata"]["name"], "default");
+}
+
+/// `kubectl --as` is refused, not silently run as the caller.
+#[test]
+fn impersonation_is_refused_until_it_is_authorized() {
+    let gw = gateway_builder!().start();
+    let err = gw.kubectl_err(&["get", "ns", "--as=someone"]);
+    assert!(err.contains("Error from server (Forbidden)"), "{err}");
+    let out = gw
+        .client()
+        .curl_command()
+        .args([
+            "-H",
+            "Impersonate-User: someone",
+            "-H",
+            "Impersonate-Group: devs",
+        ])
+        .arg(format!("{}/api/v1/namespaces", gw.base_url()))
+        .output()
+        .expect("curl");
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a Status");
+    assert_eq!(
+        (status["code"].as_u64(), status["reason"].as_str()),
+        (Some(403), Some("Forbidden"))
+    );
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("users \"someone\" is forbidden: User \"wasmgate-admin\" cannot impersonate resource \"users\""),
+        "{status}"
+    );
+    gw.kubectl_ok(&["get", "ns"]);
+}
+
+/// The data directory and the store (which holds Secret values) are the owner's only:
+/// created so, and tightened when an older gateway left them readable.
+#[test]
+fn the_data_directory_and_store_are_private() {
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
+    let chmod = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).expect("chmod")
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("data");
+    let mut gw = gateway_builder!()
+        .storage(Storage::Embedded)
+        .data_dir(&dir)
+        .start();
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&dir.join("store.redb")), 0o600);
+    assert_eq!(mode(&dir.join("admin.kubeconfig")), 0o600);
+    gw.stop().expect("stop");
+    chmod(&dir, 0o755);
+    chmod(&dir.join("store.redb"), 0o644);
+    let _gw = gateway_builder!()
+        .storage(Storage::Embedded)
+        .data_dir(&dir)
+        .start();
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&dir.join("store.redb")), 0o600);
+}
