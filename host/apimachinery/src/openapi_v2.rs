@@ -384,6 +384,7 @@ fn convert_operation(operation: &Value) -> Value {
     for key in [
         "tags",
         "summary",
+        "description",
         "externalDocs",
         "operationId",
         "deprecated",

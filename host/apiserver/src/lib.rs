@@ -36,6 +36,7 @@ mod kinds;
 mod namespaces;
 mod object;
 mod openapi;
+mod openapi_text;
 pub mod registry;
 pub mod serve;
 mod verbs;

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha512};
 
+use crate::openapi_text as text;
 use crate::registry::{Catalog, ResourceType};
 
 /// All definitions of built-in kinds, by OpenAPI name (`io.k8s.api.core.v1.ConfigMap`).
@@ -207,37 +208,37 @@ fn gvk(group: &str, version: &str, kind: &str) -> Value {
     json!({"group": group, "version": version, "kind": kind})
 }
 
-fn query_param(name: &str, description: &str, ty: &str) -> Value {
+/// A query parameter with kube's description of it.
+fn query_param(name: &str, ty: &str, patch: bool) -> Value {
+    let description = text::query_parameter(name, patch);
     json!({"name": name, "in": "query", "description": description, "schema": {"type": ty, "uniqueItems": true}})
 }
 
 fn write_params(patch: bool) -> Vec<Value> {
     let mut p = vec![
-        query_param(
-            "dryRun",
-            "When present, indicates that modifications should not be persisted. Valid values: All.",
-            "string",
-        ),
-        query_param(
-            "fieldManager",
-            "fieldManager is a name associated with the actor or entity that is making these changes.",
-            "string",
-        ),
-        query_param(
-            "fieldValidation",
-            "fieldValidation instructs the server on how to handle objects in the request containing unknown or duplicate fields. Valid values are: Ignore, Warn (default), Strict.",
-            "string",
-        ),
-        query_param(
-            "pretty",
-            "If 'true', then the output is pretty printed.",
-            "string",
-        ),
+        query_param("dryRun", "string", patch),
+        query_param("fieldManager", "string", patch),
+        query_param("fieldValidation", "string", patch),
+        query_param("pretty", "string", patch),
     ];
     if patch {
-        p.push(query_param("force", "Force is going to \"force\" Apply requests. It must be unset for non-apply patch requests.", "boolean"));
+        p.push(query_param("force", "boolean", patch));
     }
     p
+}
+
+/// What a delete of one object takes.
+fn delete_params() -> Vec<Value> {
+    [
+        ("dryRun", "string"),
+        ("gracePeriodSeconds", "integer"),
+        ("orphanDependents", "boolean"),
+        ("propagationPolicy", "string"),
+        ("pretty", "string"),
+    ]
+    .iter()
+    .map(|(n, t)| query_param(n, t, false))
+    .collect()
 }
 
 fn list_params() -> Vec<Value> {
@@ -255,7 +256,29 @@ fn list_params() -> Vec<Value> {
         ("pretty", "string"),
     ]
     .iter()
-    .map(|(n, t)| query_param(n, "", t))
+    .map(|(n, t)| query_param(n, t, false))
+    .collect()
+}
+
+/// What a deletecollection takes: the list options that select, and the delete options.
+fn delete_collection_params() -> Vec<Value> {
+    [
+        ("continue", "string"),
+        ("dryRun", "string"),
+        ("fieldSelector", "string"),
+        ("gracePeriodSeconds", "integer"),
+        ("labelSelector", "string"),
+        ("limit", "integer"),
+        ("orphanDependents", "boolean"),
+        ("propagationPolicy", "string"),
+        ("resourceVersion", "string"),
+        ("resourceVersionMatch", "string"),
+        ("sendInitialEvents", "boolean"),
+        ("timeoutSeconds", "integer"),
+        ("pretty", "string"),
+    ]
+    .iter()
+    .map(|(n, t)| query_param(n, t, false))
     .collect()
 }
 
@@ -285,7 +308,10 @@ fn op(
     response: (&str, Value),
     body: Option<Value>,
 ) -> Value {
+    // The described kind is the object's own (a subresource's parent for `status`).
+    let kind = gvk["kind"].as_str().unwrap_or("");
     let mut o = json!({
+        "description": text::operation(action, kind, None),
         "operationId": id,
         "x-kubernetes-action": action,
         "x-kubernetes-group-version-kind": gvk,
@@ -367,8 +393,8 @@ fn document(
                 format!("{prefix}/{}/{{name}}", t.resource),
             )
         };
-        let ns_param = json!({"name": "namespace", "in": "path", "required": true, "schema": {"type": "string", "uniqueItems": true}});
-        let name_param = json!({"name": "name", "in": "path", "required": true, "schema": {"type": "string", "uniqueItems": true}});
+        let ns_param = json!({"name": "namespace", "in": "path", "description": text::NAMESPACE, "required": true, "schema": {"type": "string", "uniqueItems": true}});
+        let name_param = json!({"name": "name", "in": "path", "description": text::name(&t.kind), "required": true, "schema": {"type": "string", "uniqueItems": true}});
         let mut coll_params = Vec::new();
         let mut item_params = vec![name_param];
         if t.namespaced {
@@ -411,7 +437,7 @@ fn document(
                     "deletecollection",
                     &id("deletecollection"),
                     &kind_gvk,
-                    list_params(),
+                    delete_collection_params(),
                     ("200", status.clone()),
                     None,
                 ),
@@ -427,7 +453,7 @@ fn document(
                     "get",
                     &id("read"),
                     &kind_gvk,
-                    vec![query_param("pretty", "", "string")],
+                    vec![query_param("pretty", "string", false)],
                     ("200", obj.clone()),
                     None,
                 ),
@@ -466,7 +492,7 @@ fn document(
                     "delete",
                     &id("delete"),
                     &kind_gvk,
-                    write_params(false),
+                    delete_params(),
                     ("200", status.clone()),
                     Some(content(
                         &reference("io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"),
@@ -512,17 +538,16 @@ fn document(
                 } else {
                     write_params(method == "patch")
                 };
-                s.insert(
-                    method.into(),
-                    op(
-                        action,
-                        &format!("{}{}", id(method), sub.name),
-                        &sub_gvk,
-                        params,
-                        ("200", sub_obj.clone()),
-                        body,
-                    ),
+                let mut o = op(
+                    action,
+                    &format!("{}{}", id(method), sub.name),
+                    &sub_gvk,
+                    params,
+                    ("200", sub_obj.clone()),
+                    body,
                 );
+                o["description"] = json!(text::operation(action, &t.kind, Some(&sub.name)));
+                s.insert(method.into(), o);
             }
             paths.insert(format!("{item}/{}", sub.name), Value::Object(s));
         }

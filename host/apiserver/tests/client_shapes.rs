@@ -297,3 +297,107 @@ async fn discovery_storage_version_hash_as_kube_computes_it() {
     assert_eq!(hash_of(&v1, "widgets"), expected(other));
     assert_ne!(expected(other), expected(&storage));
 }
+
+/// OpenAPI v3 and v2 carry kube's descriptions of operations and parameters, for built-in
+/// kinds and custom resources alike (what `kubectl explain` and generators show).
+#[tokio::test]
+async fn openapi_operations_and_parameters_are_described() {
+    let s = Server::new().await;
+    s.yaml(
+        Method::POST,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        WIDGETS_CRD.split("\n---").next().unwrap(),
+    )
+    .await
+    .expect(201);
+    let core = s.get("/openapi/v3/api/v1").await.expect(200).json();
+    let coll = &core["paths"]["/api/v1/namespaces/{namespace}/configmaps"];
+    assert_eq!(
+        coll["get"]["description"],
+        "list or watch objects of kind ConfigMap"
+    );
+    assert_eq!(coll["post"]["description"], "create a ConfigMap");
+    assert_eq!(
+        coll["delete"]["description"],
+        "delete collection of ConfigMap"
+    );
+    let param = |op: &Value, name: &str| {
+        op["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .map(|p| p["description"].as_str().unwrap_or("").to_owned())
+            .unwrap_or_default()
+    };
+    assert!(param(&coll["get"], "limit").starts_with("limit is a maximum number of responses"));
+    assert!(param(&coll["get"], "watch").starts_with("Watch for changes"));
+    assert!(
+        param(&coll["delete"], "propagationPolicy")
+            .starts_with("Whether and how garbage collection")
+    );
+    assert_eq!(
+        param(coll, "namespace"),
+        "object name and auth scope, such as for teams and projects"
+    );
+    let item = &core["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"];
+    assert_eq!(item["get"]["description"], "read the specified ConfigMap");
+    assert_eq!(
+        item["put"]["description"],
+        "replace the specified ConfigMap"
+    );
+    assert_eq!(
+        item["patch"]["description"],
+        "partially update the specified ConfigMap"
+    );
+    assert_eq!(item["delete"]["description"], "delete a ConfigMap");
+    assert_eq!(param(item, "name"), "name of the ConfigMap");
+    assert!(param(&item["patch"], "fieldManager").contains("required for apply requests"));
+    assert!(!param(&item["put"], "fieldManager").contains("apply"));
+    // Every parameter of every operation is described.
+    for (path, ops) in core["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let params = if method == "parameters" {
+                op
+            } else {
+                &op["parameters"]
+            };
+            for p in params.as_array().into_iter().flatten() {
+                assert!(
+                    !p["description"].as_str().unwrap_or("").is_empty(),
+                    "{path} {method} {}",
+                    p["name"]
+                );
+            }
+        }
+    }
+    let custom = s
+        .get("/openapi/v3/apis/example.com/v1")
+        .await
+        .expect(200)
+        .json();
+    let scale =
+        &custom["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}/scale"];
+    assert_eq!(
+        scale["patch"]["description"],
+        "partially update scale of the specified Widget"
+    );
+    assert_eq!(
+        custom["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets"]["get"]["description"],
+        "list or watch objects of kind Widget"
+    );
+    // Swagger 2.0 (JSON) carries them too.
+    let v2 = s.get("/openapi/v2").await.expect(200).json();
+    let list = &v2["paths"]["/api/v1/namespaces/{namespace}/configmaps"]["get"];
+    assert_eq!(
+        list["description"],
+        "list or watch objects of kind ConfigMap"
+    );
+    assert!(list["parameters"].as_array().unwrap().iter().any(|p| {
+        p["name"] == "limit"
+            && p["description"]
+                .as_str()
+                .unwrap()
+                .starts_with("limit is a maximum")
+    }));
+}
