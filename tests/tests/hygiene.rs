@@ -194,3 +194,50 @@ fn the_data_directory_and_store_are_private() {
     assert_eq!(mode(&dir), 0o700);
     assert_eq!(mode(&dir.join("store.redb")), 0o600);
 }
+
+/// Sends `request` over TLS (no client certificate) and returns what comes back.
+fn tls_exchange(gw: &Gateway, request: &[u8]) -> String {
+    let conn =
+        rustls::ClientConnection::new(tls_client(gw), "localhost".try_into().expect("server name"))
+            .expect("tls");
+    let mut tls = rustls::StreamOwned::new(conn, connect(gw, Duration::from_secs(20)));
+    tls.write_all(request).expect("write");
+    let mut got = Vec::new();
+    let _ = tls.read_to_end(&mut got);
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// The answers hyper gives before any handler runs (URI too long, too many or too large
+/// headers) carry a `Status` body like every other error.
+#[test]
+fn uri_too_long_and_header_fields_too_large_have_status_bodies() {
+    let gw = gateway_builder!().start();
+    let long = format!(
+        "GET /version?x={} HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        "a".repeat(70_000)
+    );
+    let answer = tls_exchange(&gw, long.as_bytes());
+    assert!(answer.starts_with("HTTP/1.1 414 "), "{answer}");
+    let (_, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+    let status: serde_json::Value = serde_json::from_str(body).expect("a Status");
+    assert_eq!(
+        (status["kind"].as_str(), status["code"].as_u64()),
+        (Some("Status"), Some(414))
+    );
+
+    let many: String = (0..1100).map(|i| format!("X-H{i}: v\r\n")).collect();
+    let answer = tls_exchange(
+        &gw,
+        format!("GET /version HTTP/1.1\r\nHost: localhost\r\n{many}\r\n").as_bytes(),
+    );
+    assert!(answer.starts_with("HTTP/1.1 431 "), "{answer}");
+    let (_, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+    let status: serde_json::Value = serde_json::from_str(body).expect("a Status");
+    assert_eq!(status["code"], 431);
+    // Heads as large as Go's server takes (kubectl's are small) are served.
+    let big = format!(
+        "GET /version HTTP/1.1\r\nHost: localhost\r\nX-Big: {}\r\nConnection: close\r\n\r\n",
+        "a".repeat(600_000)
+    );
+    assert!(tls_exchange(&gw, big.as_bytes()).starts_with("HTTP/1.1 200 "));
+}

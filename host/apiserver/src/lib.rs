@@ -29,6 +29,7 @@ mod crd_controller;
 pub mod custom;
 mod discovery;
 mod error;
+mod error_body_io;
 mod gc;
 mod handler;
 mod health;

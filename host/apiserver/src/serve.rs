@@ -32,6 +32,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::Instant;
 
 use crate::body::Body;
+use crate::error_body_io::ErrorBodyIo;
 use crate::{ApiServer, User, authn_x509};
 
 /// How to serve.
@@ -83,6 +84,10 @@ impl std::fmt::Debug for ServeOptions {
             .finish()
     }
 }
+
+/// Largest HTTP/1 request head: Go's `http.DefaultMaxHeaderBytes` (1 MiB) plus its 4 KiB
+/// of slack.
+const MAX_HEAD_BYTES: usize = (1 << 20) + 4096;
 
 /// Open connections, so that shutdown can wait for them.
 #[derive(Default)]
@@ -151,7 +156,11 @@ pub async fn serve(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(options.header_read_timeout);
+        .header_read_timeout(options.header_read_timeout)
+        // Go's server (kube-apiserver) takes heads up to 1 MiB and has no header count
+        // limit; hyper's defaults (~400 KiB, 100 headers) refuse less.
+        .max_buf_size(MAX_HEAD_BYTES)
+        .max_headers(1024);
     builder
         .http2()
         .timer(TokioTimer::new())
@@ -222,7 +231,10 @@ pub async fn serve(
                     )
                     .await
                 }
-                None => conn.serve(TokioIo::new(stream), fallback_user).await,
+                None => {
+                    conn.serve(TokioIo::new(ErrorBodyIo::new(stream)), fallback_user)
+                        .await
+                }
             }
         });
     }
@@ -302,7 +314,8 @@ async fn tls_connection(
         .map(|(name, groups)| User { name, groups });
     // An authenticated connection no longer counts against the cap.
     let _permit = if user.is_some() { None } else { permit };
-    conn.serve(TokioIo::new(tls), user.or(fallback_user)).await;
+    conn.serve(TokioIo::new(ErrorBodyIo::new(tls)), user.or(fallback_user))
+        .await;
 }
 
 /// One accepted connection.
