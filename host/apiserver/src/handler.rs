@@ -415,40 +415,19 @@ where
         })?)
     };
     let (parts, body) = req.into_parts();
-    let body = match r.verb {
-        Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
-            // A client that stalls its upload must not hold an in-flight slot for ever.
-            tokio::time::timeout(
-                inner.options.body_read_timeout,
-                read_body(body, inner.options.max_request_body_bytes),
-            )
-            .await
-            .map_err(|_| {
-                ApiError::from(Status::failure(
-                    504,
-                    "Timeout",
-                    "the request body was not received in time",
-                ))
-            })??
+    // A client that stalls its upload must not hold an in-flight slot for ever.
+    let limit = inner.options.max_request_body_bytes;
+    let body = within_body_timeout(inner, async {
+        match r.verb {
+            Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
+                read_body(body, limit).await
+            }
+            // A body on a read is ignored, but read: a connection closed with request
+            // bytes unread is reset, and the reset can destroy the response on its way.
+            _ => discard_body(body, limit).await.map(|()| Bytes::new()),
         }
-        _ => {
-            // A body on a read is ignored, but read: a connection closed with request bytes
-            // unread is reset, and the reset can destroy the response on its way out.
-            tokio::time::timeout(
-                inner.options.body_read_timeout,
-                discard_body(body, inner.options.max_request_body_bytes),
-            )
-            .await
-            .map_err(|_| {
-                ApiError::from(Status::failure(
-                    504,
-                    "Timeout",
-                    "the request body was not received in time",
-                ))
-            })??;
-            Bytes::new()
-        }
-    };
+    })
+    .await?;
     let mut ctx = verbs::Ctx {
         inner: inner.clone(),
         rt,
@@ -533,6 +512,22 @@ fn go_quote_header(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// `read` within the body-read timeout (504 after).
+async fn within_body_timeout<T>(
+    inner: &Inner,
+    read: impl std::future::Future<Output = ApiResult<T>>,
+) -> ApiResult<T> {
+    tokio::time::timeout(inner.options.body_read_timeout, read)
+        .await
+        .map_err(|_| {
+            ApiError::from(Status::failure(
+                504,
+                "Timeout",
+                "the request body was not received in time",
+            ))
+        })?
 }
 
 /// Reads and drops a body of at most `limit` bytes (413 above).

@@ -32,28 +32,14 @@ async fn kindless_bodies_of_builtin_kinds_take_the_urls_type() {
         (created["kind"].as_str(), created["apiVersion"].as_str()),
         (Some("ConfigMap"), Some("v1"))
     );
-    s.req(
-        Method::POST,
-        CM,
+    // Empty strings, and only one of the two given.
+    for body in [
         json!({"apiVersion":"","kind":"","metadata":{"name":"empty-strings"}}),
-    )
-    .await
-    .expect(201);
-    // Only one of the two given.
-    s.req(
-        Method::POST,
-        CM,
         json!({"kind":"ConfigMap","metadata":{"name":"only-kind"}}),
-    )
-    .await
-    .expect(201);
-    s.req(
-        Method::POST,
-        CM,
         json!({"apiVersion":"v1","metadata":{"name":"only-av"}}),
-    )
-    .await
-    .expect(201);
+    ] {
+        s.req(Method::POST, CM, body).await.expect(201);
+    }
     // Update: the stored object keeps its type; a stale resourceVersion is still 409.
     let rv = created["metadata"]["resourceVersion"]
         .as_str()

@@ -51,6 +51,17 @@ async fn wait_until(s: &Server, uri: &str, what: &str, check: impl Fn(&common::R
     }
 }
 
+/// Removes every finalizer of ConfigMap `name`.
+async fn release(s: &Server, name: &str) {
+    s.patch(
+        &format!("{CM}/{name}"),
+        "application/merge-patch+json",
+        r#"{"metadata":{"finalizers":null}}"#,
+    )
+    .await
+    .expect(200);
+}
+
 async fn delete_with(s: &Server, uri: &str, policy: &str) -> common::Resp {
     s.req(
         Method::DELETE,
@@ -104,13 +115,7 @@ async fn gap_06_foreground_keeps_the_owner_until_blocking_dependents_are_gone() 
     let o = s.get(&format!("{CM}/owner")).await.expect(200).json();
     assert_eq!(o["metadata"]["finalizers"], json!(["foregroundDeletion"]));
     // Release it: the dependent goes, then the owner.
-    s.patch(
-        &format!("{CM}/held"),
-        "application/merge-patch+json",
-        r#"{"metadata":{"finalizers":null}}"#,
-    )
-    .await
-    .expect(200);
+    release(&s, "held").await;
     s.wait_gone(&format!("{CM}/held"), WAIT).await;
     s.wait_gone(&format!("{CM}/owner"), WAIT).await;
 }
@@ -171,13 +176,7 @@ async fn gap_06_orphan_dependents_false_answers_202_while_the_owner_waits() {
     // The owner still exists, so its dependent stays.
     tokio::time::sleep(Duration::from_millis(300)).await;
     s.get(&format!("{CM}/dep")).await.expect(200);
-    s.patch(
-        &format!("{CM}/owner"),
-        "application/merge-patch+json",
-        r#"{"metadata":{"finalizers":null}}"#,
-    )
-    .await
-    .expect(200);
+    release(&s, "owner").await;
     s.wait_gone(&format!("{CM}/owner"), WAIT).await;
     s.wait_gone(&format!("{CM}/dep"), WAIT).await;
 }
