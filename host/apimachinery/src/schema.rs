@@ -55,7 +55,7 @@ struct Checker<'a> {
 }
 
 /// How Go's JSON decoder names a JSON value in type errors.
-pub(crate) fn json_kind(v: &Value) -> &'static str {
+pub fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",

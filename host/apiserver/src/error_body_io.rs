@@ -102,6 +102,25 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for ErrorBodyIo<T> {
         Poll::Ready(Ok(original))
     }
 
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        // hyper writes its bodiless error heads as one buffer; everything else goes to
+        // the transport's own vectored write (TLS streams batch them into records).
+        let first = bufs.iter().find(|b| !b.is_empty());
+        if self.pending.is_some() || first.is_some_and(|b| rewrite(b).is_some()) {
+            let first = first.map_or(&[][..], |b| &b[..]);
+            return self.poll_write(cx, first);
+        }
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_flush(cx)
     }

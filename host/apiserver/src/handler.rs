@@ -417,17 +417,28 @@ where
     let (parts, body) = req.into_parts();
     // A client that stalls its upload must not hold an in-flight slot for ever.
     let limit = inner.options.max_request_body_bytes;
-    let body = within_body_timeout(inner, async {
-        match r.verb {
-            Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
-                read_body(body, limit).await
+    let no_body = !matches!(
+        r.verb,
+        Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection
+    ) && http_body::Body::is_end_stream(&body);
+    let body = if no_body {
+        // The common read: no body, no timer.
+        Bytes::new()
+    } else {
+        within_body_timeout(inner, async {
+            match r.verb {
+                Verb::Create
+                | Verb::Update
+                | Verb::Patch
+                | Verb::Delete
+                | Verb::DeleteCollection => read_body(body, limit).await,
+                // A body on a read is ignored, but read: a connection closed with request
+                // bytes unread is reset, and the reset can destroy the response on its way.
+                _ => discard_body(body, limit).await.map(|()| Bytes::new()),
             }
-            // A body on a read is ignored, but read: a connection closed with request
-            // bytes unread is reset, and the reset can destroy the response on its way.
-            _ => discard_body(body, limit).await.map(|()| Bytes::new()),
-        }
-    })
-    .await?;
+        })
+        .await?
+    };
     let mut ctx = verbs::Ctx {
         inner: inner.clone(),
         rt,

@@ -340,7 +340,13 @@ impl Ctx {
             }
         };
         if !decoded.value.is_object() {
-            return Err(Status::bad_request("the request body must be a JSON object").into());
+            // What Go's decoder says when it reads the type fields of something that is
+            // not an object.
+            let found = wasmgate_apimachinery::schema::json_kind(&decoded.value);
+            return Err(Status::bad_request(format!(
+                "couldn't get version/kind; json parse error: json: cannot unmarshal {found} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}"
+            ))
+            .into());
         }
         Ok(decoded)
     }

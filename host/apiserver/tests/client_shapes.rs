@@ -177,6 +177,21 @@ async fn undecodable_bodies_are_unrecognized_objects() {
         "{message}"
     );
     assert!(message.ends_with(&format!("({hex} ...)")), "{message}");
+    // A JSON value that is not an object: Go's decoder reading the type fields.
+    let r = s
+        .raw(
+            Method::POST,
+            CM,
+            &[("content-type", "application/json")],
+            "[1,2]",
+            Some(common::admin()),
+        )
+        .await
+        .expect(400);
+    assert_eq!(
+        r.json()["message"],
+        "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" } (5b312c325d)"
+    );
     // The same body with its content type is fine.
     s.yaml(Method::POST, "/api/v1/namespaces", yaml)
         .await
