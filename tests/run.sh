@@ -25,3 +25,6 @@ if ! "$py_venv/bin/python" -c 'import kubernetes' 2>/dev/null; then
 fi
 export WASMGATE_PYTHON="$py_venv/bin/python"
 cargo test --workspace --locked "$@"
+# The plugin tutorial is a workspace of its own: its tests natively, then the component.
+cargo test --locked --manifest-path examples/plugins/hello-admission/Cargo.toml
+bash plugins/build.sh

@@ -1,0 +1,213 @@
+//! What a hook answers: allowed or denied (with a Status and its causes), a mutation,
+//! warnings and audit annotations.
+
+use serde_json::Value;
+
+use crate::bindings::wasmgate::plugin::types as wit;
+
+/// One cause of a denial (`Status.details.causes[]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// `FieldValueInvalid`, `FieldValueRequired`, ...
+    pub reason: String,
+    /// What is wrong.
+    pub message: String,
+    /// The field, e.g. `spec.replicas`.
+    pub field: String,
+}
+
+impl Cause {
+    /// `FieldValueInvalid` at `field`.
+    pub fn invalid(field: &str, message: &str) -> Cause {
+        Cause::new("FieldValueInvalid", field, message)
+    }
+    /// `FieldValueRequired` at `field`.
+    pub fn required(field: &str, message: &str) -> Cause {
+        Cause::new("FieldValueRequired", field, message)
+    }
+    /// `FieldValueForbidden` at `field`.
+    pub fn forbidden(field: &str, message: &str) -> Cause {
+        Cause::new("FieldValueForbidden", field, message)
+    }
+    /// A cause with any reason.
+    pub fn new(reason: &str, field: &str, message: &str) -> Cause {
+        Cause {
+            reason: reason.into(),
+            message: message.into(),
+            field: field.into(),
+        }
+    }
+}
+
+/// A failure as a `metav1.Status`: code, reason, message, causes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    /// HTTP code.
+    pub code: u16,
+    /// `Forbidden`, `Invalid`, ...
+    pub reason: String,
+    /// What the client sees.
+    pub message: String,
+    /// Field-level causes.
+    pub causes: Vec<Cause>,
+}
+
+impl Denial {
+    /// A failure with no causes.
+    pub fn new(code: u16, reason: &str, message: impl Into<String>) -> Denial {
+        Denial {
+            code,
+            reason: reason.into(),
+            message: message.into(),
+            causes: Vec::new(),
+        }
+    }
+
+    pub(crate) fn into_wit(self) -> wit::Status {
+        wit::Status {
+            code: self.code,
+            reason: self.reason,
+            message: self.message,
+            causes: self
+                .causes
+                .into_iter()
+                .map(|c| wit::StatusCause {
+                    reason: c.reason,
+                    message: c.message,
+                    field: c.field,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What an admission hook answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// Whether the request may go on.
+    pub allowed: bool,
+    /// Why not, when denied.
+    pub denial: Option<Denial>,
+    /// The whole mutated object (`mutate` only).
+    pub patched: Option<Value>,
+    /// Sent to the client as `Warning` headers.
+    pub warnings: Vec<String>,
+    /// Audit annotations: key, value.
+    pub audit_annotations: Vec<(String, String)>,
+}
+
+impl Response {
+    /// Allowed, unchanged.
+    pub fn allow() -> Response {
+        Response {
+            allowed: true,
+            denial: None,
+            patched: None,
+            warnings: Vec::new(),
+            audit_annotations: Vec::new(),
+        }
+    }
+
+    /// Denied with `message` (403 Forbidden unless [`Response::with_code`] says otherwise,
+    /// as kube answers a webhook denial).
+    pub fn deny(message: impl Into<String>) -> Response {
+        Response {
+            allowed: false,
+            denial: Some(Denial::new(403, "Forbidden", message)),
+            ..Response::allow()
+        }
+    }
+
+    /// Allowed, with the object replaced by `object` (the gateway validates it again).
+    pub fn patched(object: Value) -> Response {
+        Response {
+            patched: Some(object),
+            ..Response::allow()
+        }
+    }
+
+    /// Adds a field-level cause to a denial (a denial with causes is `422 Invalid`).
+    pub fn with_cause(mut self, cause: Cause) -> Response {
+        if let Some(d) = self.denial.as_mut() {
+            if d.causes.is_empty() && d.code == 403 {
+                d.code = 422;
+                d.reason = "Invalid".into();
+            }
+            d.causes.push(cause);
+        }
+        self
+    }
+
+    /// Sets the HTTP code of a denial.
+    pub fn with_code(mut self, code: u16) -> Response {
+        if let Some(d) = self.denial.as_mut() {
+            d.code = code;
+        }
+        self
+    }
+
+    /// Adds a warning for the client.
+    pub fn warn(mut self, warning: impl Into<String>) -> Response {
+        self.warnings.push(warning.into());
+        self
+    }
+
+    /// Adds an audit annotation.
+    pub fn annotate(mut self, key: impl Into<String>, value: impl Into<String>) -> Response {
+        self.audit_annotations.push((key.into(), value.into()));
+        self
+    }
+
+    /// The causes of a denial (none when allowed).
+    pub fn causes(&self) -> &[Cause] {
+        self.denial.as_ref().map_or(&[], |d| &d.causes)
+    }
+
+    pub(crate) fn into_wit(self) -> wit::AdmissionResponse {
+        wit::AdmissionResponse {
+            allowed: self.allowed,
+            status: self.denial.map(Denial::into_wit),
+            mutation: self.patched.map(|o| wit::Mutation::Object(o.to_string())),
+            warnings: self.warnings,
+            audit_annotations: self.audit_annotations,
+        }
+    }
+}
+
+/// One table column (`Table.columnDefinitions[]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    /// Header.
+    pub name: String,
+    /// `string`, `integer`, `number`, `boolean`, `date`.
+    pub type_: String,
+    /// `name`, `date`, ... or empty.
+    pub format: String,
+    /// What it shows.
+    pub description: String,
+    /// 0: always shown; higher: `-o wide`.
+    pub priority: i32,
+}
+
+impl Column {
+    /// A column of `type_` shown by default.
+    pub fn new(name: &str, type_: &str, description: &str) -> Column {
+        Column {
+            name: name.into(),
+            type_: type_.into(),
+            format: String::new(),
+            description: description.into(),
+            priority: 0,
+        }
+    }
+
+    pub(crate) fn into_wit(self) -> wit::ColumnDefinition {
+        wit::ColumnDefinition {
+            name: self.name,
+            type_: self.type_,
+            format: self.format,
+            description: self.description,
+            priority: self.priority,
+        }
+    }
+}
