@@ -24,7 +24,10 @@ if ! "$py_venv/bin/python" -c 'import kubernetes' 2>/dev/null; then
   "$py_venv/bin/pip" install --quiet --disable-pip-version-check 'kubernetes>=31'
 fi
 export WASMGATE_PYTHON="$py_venv/bin/python"
-cargo test --workspace --locked "$@"
-# The plugin tutorial is a workspace of its own: its tests natively, then the component.
-cargo test --locked --manifest-path examples/plugins/hello-admission/Cargo.toml
+# The Wasm plugins first (the tutorial, plugins/ and the hostile fixtures, for
+# wasm32-wasip2): the runtime and end-to-end tests load the components just built.
 bash plugins/build.sh
+cargo test --workspace --locked "$@"
+# The plugins are workspaces of their own: their tests run natively.
+cargo test --locked --manifest-path examples/plugins/hello-admission/Cargo.toml
+cargo test --locked --manifest-path plugins/Cargo.toml

@@ -1,0 +1,163 @@
+//! What a plugin's instance sees of the host: the two `host` imports of the WIT (logging,
+//! its configuration) and a WASI context with nothing in it: no preopened directories, no
+//! network, no environment or arguments, a clock stopped at the Unix epoch and a fixed
+//! random stream. Rust's standard library imports WASI whether or not a plugin uses it,
+//! so it is linked, but empty.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::{ResourceLimiter, Result};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
+
+use crate::bindings::wasmgate::plugin::host::{self, Level};
+
+/// Longest log line a plugin may write; longer ones are cut.
+const MAX_LOG_LINE: usize = 4096;
+
+/// The data of one call's `Store`.
+pub(crate) struct State {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(crate) limiter: Limiter,
+    plugin: Arc<str>,
+    config: Arc<str>,
+    /// What the plugin wrote to stderr (a panic's message), the first few KiB.
+    pub(crate) stderr: MemoryOutputPipe,
+}
+
+/// How much of a plugin's stderr is kept for the error of a failed call.
+const STDERR_BYTES: usize = 4096;
+
+impl State {
+    pub(crate) fn new(plugin: Arc<str>, config: Arc<str>, memory_limit: u64) -> State {
+        let stderr = MemoryOutputPipe::new(STDERR_BYTES);
+        let wasi = WasiCtx::builder()
+            .stderr(stderr.clone())
+            .wall_clock(Stopped)
+            .monotonic_clock(Stopped)
+            .secure_random(wasmtime_wasi::Deterministic::new(FIXED_RANDOM.to_vec()))
+            .insecure_random(wasmtime_wasi::Deterministic::new(FIXED_RANDOM.to_vec()))
+            .insecure_random_seed(0)
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        State {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: Limiter {
+                limit: memory_limit,
+                exceeded: false,
+            },
+            plugin,
+            config,
+            stderr,
+        }
+    }
+}
+
+/// What `wasi:random` returns: always the same bytes, so that a plugin's answers depend
+/// on its input only.
+const FIXED_RANDOM: [u8; 16] = *b"wasmgate-fixed!!";
+
+/// `wasi:clocks`: the Unix epoch, for ever.
+struct Stopped;
+
+impl HostWallClock for Stopped {
+    fn resolution(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+    fn now(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+impl HostMonotonicClock for Stopped {
+    fn resolution(&self) -> u64 {
+        1_000_000_000
+    }
+    fn now(&self) -> u64 {
+        0
+    }
+}
+
+impl WasiView for State {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl host::Host for State {
+    fn log(&mut self, level: Level, message: String) {
+        let mut message = message;
+        if message.len() > MAX_LOG_LINE {
+            let mut cut = MAX_LOG_LINE;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+            message.push_str(" [cut]");
+        }
+        let plugin = &*self.plugin;
+        match level {
+            Level::Trace => tracing::trace!(plugin, "{message}"),
+            Level::Debug => tracing::debug!(plugin, "{message}"),
+            Level::Info => tracing::info!(plugin, "{message}"),
+            Level::Warn => tracing::warn!(plugin, "{message}"),
+            Level::Error => tracing::error!(plugin, "{message}"),
+        }
+    }
+
+    fn config(&mut self) -> String {
+        self.config.to_string()
+    }
+}
+
+impl crate::bindings::wasmgate::plugin::types::Host for State {}
+
+/// Memory (and table) growth within the plugin's limit; remembers a refusal so that the
+/// trap that follows is reported as out-of-memory.
+pub(crate) struct Limiter {
+    limit: u64,
+    pub(crate) exceeded: bool,
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> Result<bool> {
+        let ok = desired as u64 <= self.limit;
+        if !ok {
+            self.exceeded = true;
+        }
+        Ok(ok)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> Result<bool> {
+        // Tables hold function references; a million is far past any real plugin.
+        let ok = desired <= 1_000_000;
+        if !ok {
+            self.exceeded = true;
+        }
+        Ok(ok)
+    }
+}
+
+pub(crate) fn add_to_linker(linker: &mut Linker<State>) -> Result<()> {
+    wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    crate::bindings::Plugin::add_to_linker::<State, HasSelf<State>>(linker, |s| s)
+}

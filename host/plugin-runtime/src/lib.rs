@@ -1,0 +1,179 @@
+//! Runs Wasmgate plugins: WebAssembly components of the `wasmgate:plugin` world (`wit/`).
+//!
+//! This is the only crate that names wasmtime. A [`Runtime`] owns the engine (Cranelift,
+//! component model, a pooling allocator, epoch interruption) and compiles modules once per
+//! content digest, keeping the compiled artifacts on disk when given a cache directory. A
+//! [`Runtime::load`] of a module checks it against the contract and runs it once (the
+//! self-test) before the caller may serve it; every call then gets a fresh `Store` and
+//! instance, a wall-clock deadline and a memory limit, and a sandbox with no files,
+//! network, environment, real clock or real randomness. Whatever a plugin does, a call
+//! ends in a result or a typed [`CallError`].
+
+mod cache;
+mod host;
+mod plugin;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use wasmtime::component::Linker;
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+pub use plugin::{Hooks, Limits, Plugin};
+
+/// The WIT types as plain Rust values (generated from `wit/plugin.wit`).
+pub mod wit {
+    pub use crate::bindings::exports::wasmgate::plugin::metadata::{Hook, PluginInfo};
+    pub use crate::bindings::wasmgate::plugin::types::{
+        AdmissionRequest, AdmissionResponse, ColumnDefinition, ConversionRequest, GroupVersionKind,
+        GroupVersionResource, Mutation, Operation, Status, StatusCause, UserInfo,
+    };
+}
+
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "plugin",
+        exports: { default: async },
+    });
+}
+
+/// How long one epoch tick is: the granularity of deadlines, and the longest a running
+/// plugin keeps an async worker before it yields.
+const TICK: Duration = Duration::from_millis(5);
+
+/// Most plugin instances alive at once; further calls wait for one to end.
+const MAX_INSTANCES: u32 = 128;
+
+/// The largest memory limit a plugin may be given.
+pub const MAX_MEMORY_BYTES: u64 = 1 << 30;
+
+/// What the runtime is built with.
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeConfig {
+    /// Where compiled artifacts are kept across restarts (`None`: memory only).
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// Why a module cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The bytes are not a WebAssembly component (a core module, or not Wasm at all).
+    #[error("not a WebAssembly component: {0}")]
+    NotAComponent(String),
+    /// The component does not fit the `wasmgate:plugin@0.1.0` world: it imports something
+    /// the host does not provide (another WIT version, a WASI interface the sandbox lacks)
+    /// or does not export the world's interfaces.
+    #[error("does not implement wasmgate:plugin@0.1.0: {0}")]
+    WrongContract(String),
+    /// The self-test (instantiate, `metadata.info`) failed.
+    #[error("self-test failed: {0}")]
+    SelfTest(CallError),
+    /// A limit outside what the runtime allows.
+    #[error("{0}")]
+    Limits(String),
+}
+
+/// Why one call of a plugin failed. Each is the plugin's failure, never the gateway's.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CallError {
+    /// The plugin trapped (a panic, `unreachable`, an out-of-bounds access, ...).
+    #[error("trapped: {0}")]
+    Trap(String),
+    /// The call ran past its deadline.
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    /// The plugin asked for more memory than its limit.
+    #[error("ran out of memory (limit {0} bytes)")]
+    OutOfMemory(u64),
+    /// The plugin's answer is unusable (invalid JSON, too large, the wrong shape).
+    #[error("returned a malformed result: {0}")]
+    Malformed(String),
+}
+
+impl CallError {
+    /// A short machine-readable cause (for metrics and `Status` reasons).
+    pub fn cause(&self) -> &'static str {
+        match self {
+            CallError::Trap(_) => "trap",
+            CallError::Timeout(_) => "timeout",
+            CallError::OutOfMemory(_) => "out_of_memory",
+            CallError::Malformed(_) => "malformed",
+        }
+    }
+}
+
+/// The engine, its epoch clock and the compiled-module cache.
+pub struct Runtime {
+    pub(crate) engine: Engine,
+    pub(crate) linker: Linker<host::State>,
+    pub(crate) cache: Arc<cache::Cache>,
+    pub(crate) instances: Arc<Semaphore>,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+impl Runtime {
+    /// Builds the engine and starts its epoch clock (a thread that ticks every 5 ms).
+    pub fn new(config: RuntimeConfig) -> Result<Runtime, String> {
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(MAX_INSTANCES)
+            .total_core_instances(MAX_INSTANCES * 8)
+            .total_memories(MAX_INSTANCES * 2)
+            .total_tables(MAX_INSTANCES * 8)
+            .total_stacks(MAX_INSTANCES)
+            .max_memory_size(MAX_MEMORY_BYTES as usize);
+        let mut cfg = Config::new();
+        cfg.wasm_component_model(true)
+            .epoch_interruption(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&cfg).map_err(|e| format!("wasm engine: {e:#}"))?;
+        let mut linker = Linker::new(&engine);
+        host::add_to_linker(&mut linker).map_err(|e| format!("wasm linker: {e:#}"))?;
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        {
+            let engine = engine.weak();
+            let stop = ticker_stop.clone();
+            std::thread::Builder::new()
+                .name("wasm-epoch".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(TICK);
+                        match engine.upgrade() {
+                            Some(e) => e.increment_epoch(),
+                            None => return,
+                        }
+                    }
+                })
+                .map_err(|e| format!("epoch thread: {e}"))?;
+        }
+        let cache = Arc::new(cache::Cache::new(config.cache_dir, &engine));
+        Ok(Runtime {
+            engine,
+            linker,
+            cache,
+            instances: Arc::new(Semaphore::new(MAX_INSTANCES as usize)),
+            ticker_stop,
+        })
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The sha256 of a module, in hex: what identifies a plugin version.
+pub fn digest(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(bytes);
+    let mut s = String::with_capacity(64);
+    for b in d {
+        use std::fmt::Write;
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}

@@ -1,0 +1,369 @@
+//! One loaded plugin version: its compiled component, pre-linked, and the calls of its
+//! hooks, each in a fresh instance bounded in time and memory.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::OwnedSemaphorePermit;
+use wasmtime::component::Component;
+use wasmtime::{Store, Trap, UpdateDeadline};
+
+use crate::bindings::{self, PluginPre};
+use crate::host::State;
+use crate::wit::{
+    AdmissionRequest, AdmissionResponse, ColumnDefinition, ConversionRequest, Hook, PluginInfo,
+    Status,
+};
+use crate::{CallError, LoadError, MAX_MEMORY_BYTES, Runtime};
+
+/// Time and memory bounds of every call of one plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub timeout: Duration,
+    pub memory_bytes: u64,
+}
+
+impl Default for Limits {
+    /// 100 ms and 64 MiB.
+    fn default() -> Limits {
+        Limits {
+            timeout: Duration::from_millis(100),
+            memory_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Longest per-call timeout.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(30);
+/// Smallest memory limit (a Rust plugin's stack and heap need about 1 MiB).
+pub const MIN_MEMORY_BYTES: u64 = 2 << 20;
+
+impl Limits {
+    pub fn check(&self) -> Result<(), LoadError> {
+        if self.timeout.is_zero() || self.timeout > MAX_TIMEOUT {
+            return Err(LoadError::Limits(format!(
+                "timeout must be more than 0 and at most {}s",
+                MAX_TIMEOUT.as_secs()
+            )));
+        }
+        if !(MIN_MEMORY_BYTES..=MAX_MEMORY_BYTES).contains(&self.memory_bytes) {
+            return Err(LoadError::Limits(format!(
+                "memory limit must be between {MIN_MEMORY_BYTES} and {MAX_MEMORY_BYTES} bytes"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Which hooks a plugin implements (from its `metadata.info`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hooks {
+    pub mutate: bool,
+    pub validate: bool,
+    pub convert: bool,
+    pub print: bool,
+}
+
+impl Hooks {
+    fn from_info(info: &PluginInfo) -> Hooks {
+        let mut h = Hooks::default();
+        for hook in &info.hooks {
+            match hook {
+                Hook::Mutate => h.mutate = true,
+                Hook::Validate => h.validate = true,
+                Hook::Convert => h.convert = true,
+                Hook::Print => h.print = true,
+            }
+        }
+        h
+    }
+
+    /// The hooks by their WIT names, in WIT order.
+    pub fn names(&self) -> Vec<&'static str> {
+        [
+            (self.mutate, "mutate"),
+            (self.validate, "validate"),
+            (self.convert, "convert"),
+            (self.print, "print"),
+        ]
+        .into_iter()
+        .filter_map(|(on, n)| on.then_some(n))
+        .collect()
+    }
+}
+
+/// A plugin version ready to be called. Cheap to share; calls run concurrently, each in
+/// its own instance.
+pub struct Plugin {
+    name: Arc<str>,
+    digest: String,
+    info: PluginInfo,
+    hooks: Hooks,
+    limits: Limits,
+    config: Arc<str>,
+    pre: PluginPre<State>,
+    instances: Arc<tokio::sync::Semaphore>,
+    engine: wasmtime::Engine,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("name", &self.name)
+            .field("digest", &self.digest)
+            .field("hooks", &self.hooks)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Compiles (or finds compiled) `bytes`, links it against the contract and runs its
+    /// self-test: an instance is created and `metadata.info` called under `limits`.
+    /// `name` names the plugin in logs and errors; `config` is what its `host.config`
+    /// import returns.
+    pub async fn load(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        limits: Limits,
+        config: &str,
+    ) -> Result<Plugin, LoadError> {
+        limits.check()?;
+        let digest = crate::digest(bytes);
+        let component = self.compiled(&digest, bytes).await?;
+        let instance_pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::WrongContract(format!("{e:#}")))?;
+        let pre =
+            PluginPre::new(instance_pre).map_err(|e| LoadError::WrongContract(format!("{e:#}")))?;
+        let mut plugin = Plugin {
+            name: name.into(),
+            digest,
+            info: PluginInfo {
+                name: String::new(),
+                version: String::new(),
+                hooks: Vec::new(),
+            },
+            hooks: Hooks::default(),
+            limits,
+            config: config.into(),
+            pre,
+            instances: self.instances.clone(),
+            engine: self.engine.clone(),
+        };
+        let info = plugin.info().await.map_err(LoadError::SelfTest)?;
+        plugin.hooks = Hooks::from_info(&info);
+        plugin.info = info;
+        Ok(plugin)
+    }
+
+    /// Compiling takes 0.1-1 s of CPU: it runs on a blocking thread, never on the async
+    /// workers.
+    async fn compiled(&self, digest: &str, bytes: &[u8]) -> Result<Component, LoadError> {
+        let engine = self.engine.clone();
+        let digest2 = digest.to_owned();
+        let bytes = bytes.to_vec();
+        let cache = self.cache.clone();
+        tokio::task::spawn_blocking(move || cache.component(&engine, &digest2, &bytes))
+            .await
+            .map_err(|e| LoadError::NotAComponent(format!("compiler stopped: {e}")))?
+    }
+}
+
+impl Plugin {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// sha256 of the module, hex.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+    /// What the plugin says of itself.
+    pub fn plugin_info(&self) -> &PluginInfo {
+        &self.info
+    }
+    pub fn hooks(&self) -> Hooks {
+        self.hooks
+    }
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// A fresh store and instance for one call, under the plugin's deadline (counted from
+    /// now: instantiation runs guest code too) and memory limit.
+    async fn instance(
+        &self,
+    ) -> Result<
+        (
+            Store<State>,
+            bindings::Plugin,
+            OwnedSemaphorePermit,
+            Instant,
+        ),
+        CallError,
+    > {
+        let permit = self
+            .instances
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| CallError::Trap("the plugin runtime is shutting down".into()))?;
+        let started = Instant::now();
+        let mut store = Store::new(
+            &self.engine,
+            State::new(
+                self.name.clone(),
+                self.config.clone(),
+                self.limits.memory_bytes,
+            ),
+        );
+        store.limiter(|s| &mut s.limiter);
+        let timeout = self.limits.timeout;
+        store.set_epoch_deadline(1);
+        // Every tick the plugin hands its worker back to the async runtime, so a slow
+        // plugin delays only its own request; past the deadline it is interrupted.
+        store.epoch_deadline_callback(move |_| {
+            Ok(if started.elapsed() >= timeout {
+                UpdateDeadline::Interrupt
+            } else {
+                UpdateDeadline::Yield(1)
+            })
+        });
+        let instance = self
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| self.failed(&store, &e))?;
+        Ok((store, instance, permit, started))
+    }
+
+    /// What a failed call was.
+    fn failed(&self, store: &Store<State>, e: &wasmtime::Error) -> CallError {
+        if store.data().limiter.exceeded {
+            return CallError::OutOfMemory(self.limits.memory_bytes);
+        }
+        if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+            return CallError::Timeout(self.limits.timeout);
+        }
+        let mut msg = match e.downcast_ref::<Trap>() {
+            Some(t) => t.to_string(),
+            None => format!("{e}"),
+        };
+        let stderr = store.data().stderr.contents();
+        let said = String::from_utf8_lossy(&stderr);
+        let said = said.trim();
+        if !said.is_empty() {
+            msg = format!("{msg}; stderr: {said}");
+        }
+        CallError::Trap(msg)
+    }
+
+    fn finish(&self, started: Instant, hook: &'static str) {
+        tracing::trace!(plugin = %self.name, hook, elapsed = ?started.elapsed(), "plugin call");
+    }
+
+    /// `metadata.info`.
+    pub async fn info(&self) -> Result<PluginInfo, CallError> {
+        let (mut store, inst, _permit, started) = self.instance().await?;
+        let r = inst
+            .wasmgate_plugin_metadata()
+            .call_info(&mut store)
+            .await
+            .map_err(|e| self.failed(&store, &e));
+        self.finish(started, "info");
+        r
+    }
+
+    /// `admission.mutate`.
+    pub async fn mutate(&self, req: &AdmissionRequest) -> Result<AdmissionResponse, CallError> {
+        let (mut store, inst, _permit, started) = self.instance().await?;
+        let r = inst
+            .wasmgate_plugin_admission()
+            .call_mutate(&mut store, req)
+            .await
+            .map_err(|e| self.failed(&store, &e));
+        self.finish(started, "mutate");
+        r
+    }
+
+    /// `admission.validate`.
+    pub async fn validate(&self, req: &AdmissionRequest) -> Result<AdmissionResponse, CallError> {
+        let (mut store, inst, _permit, started) = self.instance().await?;
+        let r = inst
+            .wasmgate_plugin_admission()
+            .call_validate(&mut store, req)
+            .await
+            .map_err(|e| self.failed(&store, &e));
+        self.finish(started, "validate");
+        r
+    }
+
+    /// `conversion.convert`: the objects in order, or the plugin's refusal.
+    pub async fn convert(
+        &self,
+        req: &ConversionRequest,
+    ) -> Result<Result<Vec<String>, Status>, CallError> {
+        let (mut store, inst, _permit, started) = self.instance().await?;
+        let r = inst
+            .wasmgate_plugin_conversion()
+            .call_convert(&mut store, req)
+            .await
+            .map_err(|e| self.failed(&store, &e));
+        self.finish(started, "convert");
+        let r = r?;
+        if let Ok(objs) = &r
+            && objs.len() != req.objects.len()
+        {
+            return Err(CallError::Malformed(format!(
+                "convert returned {} objects for {}",
+                objs.len(),
+                req.objects.len()
+            )));
+        }
+        Ok(r)
+    }
+
+    /// `printer.columns`.
+    pub async fn columns(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<Vec<ColumnDefinition>, CallError> {
+        let (mut store, inst, _permit, started) = self.instance().await?;
+        let r = inst
+            .wasmgate_plugin_printer()
+            .call_columns(&mut store, api_version, kind)
+            .await
+            .map_err(|e| self.failed(&store, &e));
+        self.finish(started, "columns");
+        r
+    }
+
+    /// `printer.rows`: one row of JSON cells per object, or the plugin's refusal.
+    pub async fn rows(
+        &self,
+        api_version: &str,
+        kind: &str,
+        objects: &[String],
+    ) -> Result<Result<Vec<Vec<String>>, Status>, CallError> {
+        let (mut store, inst, _permit, started) = self.instance().await?;
+        let r = inst
+            .wasmgate_plugin_printer()
+            .call_rows(&mut store, api_version, kind, objects)
+            .await
+            .map_err(|e| self.failed(&store, &e));
+        self.finish(started, "rows");
+        let r = r?;
+        if let Ok(rows) = &r
+            && rows.len() != objects.len()
+        {
+            return Err(CallError::Malformed(format!(
+                "rows returned {} rows for {} objects",
+                rows.len(),
+                objects.len()
+            )));
+        }
+        Ok(r)
+    }
+}

@@ -1,0 +1,322 @@
+//! The runtime against real components: the plugins of `plugins/`, built for
+//! wasm32-wasip2 by `plugins/build.sh` (the test command runs it first), and the hostile
+//! fixtures. Plugin issue items: sandbox, limits, typed failures, contract checks, cache.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use wasmgate_plugin_runtime::wit::{
+    AdmissionRequest, GroupVersionKind, GroupVersionResource, Mutation, Operation, UserInfo,
+};
+use wasmgate_plugin_runtime::{CallError, Limits, LoadError, Runtime, RuntimeConfig};
+
+/// A component built by `plugins/build.sh`.
+fn wasm(name: &str) -> Vec<u8> {
+    let dir = std::env::var_os("WASMGATE_PLUGINS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                        .join(".cache/wasmgate-target")
+                });
+            target.join("wasm32-wasip2/release")
+        });
+    let path = dir.join(format!("{name}.wasm"));
+    std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; build the plugins first: bash plugins/build.sh",
+            path.display()
+        )
+    })
+}
+
+fn runtime() -> Runtime {
+    Runtime::new(RuntimeConfig::default()).expect("runtime")
+}
+
+fn request(object: serde_json::Value) -> AdmissionRequest {
+    AdmissionRequest {
+        uid: "u1".into(),
+        kind: GroupVersionKind {
+            group: "example.com".into(),
+            version: "v1".into(),
+            kind: "Widget".into(),
+        },
+        resource: GroupVersionResource {
+            group: "example.com".into(),
+            version: "v1".into(),
+            resource: "widgets".into(),
+        },
+        sub_resource: None,
+        request_kind: None,
+        request_resource: None,
+        request_sub_resource: None,
+        name: "w".into(),
+        namespace: Some("default".into()),
+        operation: Operation::Create,
+        user_info: UserInfo {
+            username: "admin".into(),
+            uid: String::new(),
+            groups: vec![],
+            extra: vec![],
+        },
+        object: Some(object.to_string()),
+        old_object: None,
+        dry_run: false,
+        options: None,
+    }
+}
+
+fn widget(spec: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}, "spec": spec})
+}
+
+fn hostile_limits() -> Limits {
+    Limits {
+        timeout: Duration::from_millis(100),
+        memory_bytes: 16 << 20,
+    }
+}
+
+async fn hostile(rt: &Runtime, mode: &str) -> wasmgate_plugin_runtime::Plugin {
+    let config = serde_json::json!({ "mode": mode }).to_string();
+    rt.load(
+        &format!("hostile-{mode}"),
+        &wasm("hostile"),
+        hostile_limits(),
+        &config,
+    )
+    .await
+    .expect("hostile fixture loads")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn widgets_plugin_loads_and_answers_every_hook() {
+    let rt = runtime();
+    let p = rt
+        .load("widgets", &wasm("widgets"), Limits::default(), "{}")
+        .await
+        .expect("loads");
+    assert_eq!(p.digest().len(), 64);
+    assert_eq!(
+        p.hooks().names(),
+        ["mutate", "validate", "convert", "print"]
+    );
+    assert_eq!(p.plugin_info().name, "widgets");
+
+    let denied = p
+        .validate(&request(widget(
+            serde_json::json!({"size": 9, "replicas": 6}),
+        )))
+        .await
+        .expect("call");
+    assert!(!denied.allowed);
+    let status = denied.status.expect("denial status");
+    assert_eq!(status.causes[0].field, "spec.replicas");
+
+    let mutated = p
+        .mutate(&request(widget(serde_json::json!({"color": "red"}))))
+        .await
+        .expect("call");
+    let Some(Mutation::Object(obj)) = mutated.mutation else {
+        panic!("expected an object mutation, got {:?}", mutated.mutation)
+    };
+    let obj: serde_json::Value = serde_json::from_str(&obj).expect("json");
+    assert_eq!(obj["metadata"]["labels"]["example.com/color"], "red");
+
+    let converted = p
+        .convert(&wasmgate_plugin_runtime::wit::ConversionRequest {
+            uid: "c".into(),
+            desired_api_version: "example.com/v1alpha1".into(),
+            objects: vec![widget(serde_json::json!({"color": "red"})).to_string()],
+        })
+        .await
+        .expect("call")
+        .expect("converted");
+    assert!(converted[0].contains("\"colour\":\"red\""), "{converted:?}");
+
+    let cols = p.columns("example.com/v1", "Widget").await.expect("call");
+    assert_eq!(cols[4].name, "Capacity");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_loop_times_out_without_holding_the_runtime() {
+    let rt = runtime();
+    let p = hostile(&rt, "loop").await;
+    // Another task keeps running on the runtime while the plugin spins.
+    let ticker = tokio::spawn(async {
+        let mut n = 0;
+        for _ in 0..10 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            n += 1;
+        }
+        n
+    });
+    let started = Instant::now();
+    let err = p
+        .validate(&request(widget(serde_json::json!({}))))
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(err, CallError::Timeout(_)), "{err:?}");
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert_eq!(ticker.await.expect("ticker"), 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_bomb_is_out_of_memory() {
+    let rt = runtime();
+    let p = hostile(&rt, "memory").await;
+    let err = p
+        .validate(&request(widget(serde_json::json!({}))))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, CallError::OutOfMemory(n) if n == 16 << 20),
+        "{err:?}"
+    );
+    assert_eq!(err.cause(), "out_of_memory");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_is_a_trap_that_carries_the_message() {
+    let rt = runtime();
+    let p = hostile(&rt, "trap").await;
+    let err = p
+        .mutate(&request(widget(serde_json::json!({}))))
+        .await
+        .unwrap_err();
+    let CallError::Trap(msg) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(msg.contains("panics on purpose"), "{msg}");
+    // The plugin still serves the next call: every call has a fresh instance.
+    let again = p.mutate(&request(widget(serde_json::json!({})))).await;
+    assert!(matches!(again, Err(CallError::Trap(_))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_and_sockets_are_out_of_reach() {
+    let rt = runtime();
+    for mode in ["read-file", "socket"] {
+        let p = hostile(&rt, mode).await;
+        let resp = p
+            .validate(&request(widget(serde_json::json!({}))))
+            .await
+            .expect("call");
+        let msg = resp.status.expect("denial").message;
+        assert!(
+            msg.starts_with(&format!("{mode}: refused")),
+            "{mode}: {msg}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modules_that_do_not_fit_the_contract_are_refused_with_a_reason() {
+    let rt = runtime();
+    let err = rt
+        .load("wrong", &wasm("wrong_wit"), Limits::default(), "{}")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LoadError::WrongContract(_)), "{err}");
+    let err = rt
+        .load("junk", b"not wasm at all", Limits::default(), "{}")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LoadError::NotAComponent(_)), "{err}");
+    // A core module (the smallest there is) is not a component.
+    let err = rt
+        .load("core", b"\0asm\x01\0\0\0", Limits::default(), "{}")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LoadError::NotAComponent(_)), "{err}");
+    let err = rt
+        .load(
+            "selftest",
+            &wasm("hostile"),
+            hostile_limits(),
+            r#"{"mode":"info-trap"}"#,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, LoadError::SelfTest(CallError::Trap(_))),
+        "{err}"
+    );
+    let bad = Limits {
+        timeout: Duration::ZERO,
+        ..Limits::default()
+    };
+    let err = rt
+        .load("limits", &wasm("widgets"), bad, "{}")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LoadError::Limits(_)), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compiled_modules_are_kept_on_disk_and_reused() {
+    let dir = tempfile_dir();
+    let config = RuntimeConfig {
+        cache_dir: Some(dir.clone()),
+    };
+    let rt = Runtime::new(config.clone()).expect("runtime");
+    let p = rt
+        .load("widgets", &wasm("widgets"), Limits::default(), "{}")
+        .await
+        .expect("loads");
+    let files: Vec<_> = std::fs::read_dir(&dir).expect("dir").flatten().collect();
+    assert_eq!(files.len(), 1);
+    let name = files[0].file_name().into_string().expect("utf8");
+    assert!(
+        name.starts_with(p.digest()) && name.ends_with(".cwasm"),
+        "{name}"
+    );
+    drop(rt);
+    // A new runtime (a restart) loads the artifact instead of compiling.
+    let rt = Runtime::new(config).expect("runtime");
+    let started = Instant::now();
+    rt.load("widgets", &wasm("widgets"), Limits::default(), "{}")
+        .await
+        .expect("loads");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_concurrent_calls_wait_for_instances_instead_of_failing() {
+    let rt = std::sync::Arc::new(runtime());
+    let p = std::sync::Arc::new(
+        rt.load("widgets", &wasm("widgets"), Limits::default(), "{}")
+            .await
+            .expect("loads"),
+    );
+    let mut tasks = Vec::new();
+    for _ in 0..300 {
+        let p = p.clone();
+        tasks.push(tokio::spawn(async move {
+            p.validate(&request(widget(serde_json::json!({"size": 1}))))
+                .await
+                .map(|r| r.allowed)
+        }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.expect("task").expect("call"), true);
+    }
+}
+
+fn tempfile_dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "wasmgate-plugin-cache-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    std::fs::create_dir_all(&d).expect("mkdir");
+    d
+}
