@@ -437,12 +437,24 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
     }
     match spec.get("conversion").and_then(|c| s(c, "strategy")) {
         None | Some("None") => {}
-        Some("Webhook") => errs.push(FieldError::invalid(
+        Some("Webhook") if crate::custom::conversion_plugin(spec).is_none() => {
+            let url = spec
+                .get("conversion")
+                .and_then(|c| c.pointer("/webhook/clientConfig/url"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            errs.push(FieldError::invalid(
+                "spec.conversion.webhook.clientConfig.url",
+                url,
+                "conversion runs in a Wasm plugin: set wasm://<WasmPlugin name> (HTTPS conversion webhooks are not supported yet)",
+            ))
+        }
+        Some("Webhook") => {}
+        Some(other) => errs.push(FieldError::not_supported(
             "spec.conversion.strategy",
-            "Webhook",
-            "conversion webhooks are replaced by Wasm conversion plugins, which this server does not provide yet; supported values: \"None\"",
+            other,
+            &["None", "Webhook"],
         )),
-        Some(other) => errs.push(FieldError::not_supported("spec.conversion.strategy", other, &["None", "Webhook"])),
     }
     if let Some(old) = old {
         let old_spec = old.get("spec").unwrap_or(&empty);

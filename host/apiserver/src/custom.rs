@@ -43,6 +43,9 @@ pub struct CustomType {
     generation: Option<i64>,
     /// Whether the CRD is being deleted (its objects may be read and deleted, not created).
     pub terminating: bool,
+    /// The `WasmPlugin` that converts between versions (`spec.conversion.strategy:
+    /// Webhook` with `clientConfig.url: wasm://NAME`); `None`: only `apiVersion` changes.
+    pub conversion_plugin: Option<String>,
 }
 
 /// One version of a custom resource type.
@@ -303,6 +306,7 @@ pub fn resource_type(crd: &Value, key: &str, revision: u64) -> Result<ResourceTy
         kind: kind.clone(),
         generation: generation(crd),
         terminating: crate::object::is_deleting(crd),
+        conversion_plugin: conversion_plugin(spec),
     });
     Ok(ResourceType {
         schema_name: schema_name(&group, &storage_version, &kind),
@@ -344,12 +348,28 @@ pub fn reuse(prev: &ResourceType, crd: &Value, key: &str, revision: u64) -> Opti
         kind: old.kind.clone(),
         generation: old.generation,
         terminating: crate::object::is_deleting(crd),
+        conversion_plugin: old.conversion_plugin.clone(),
     });
     Some(ResourceType {
         behavior: Behavior::Custom(custom),
         ..prev.clone()
     })
 }
+
+/// The plugin named by a `Webhook` conversion with a `wasm://NAME` URL.
+pub(crate) fn conversion_plugin(spec: &Value) -> Option<String> {
+    let conv = spec.get("conversion")?;
+    if str_at(conv, &["strategy"]) != Some("Webhook") {
+        return None;
+    }
+    str_at(conv, &["webhook", "clientConfig", "url"])?
+        .strip_prefix(WASM_SCHEME)
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+}
+
+/// The URL scheme of conversion by a Wasm plugin.
+pub(crate) const WASM_SCHEME: &str = "wasm://";
 
 fn generation(crd: &Value) -> Option<i64> {
     meta(crd).get("generation").and_then(Value::as_i64)

@@ -28,11 +28,9 @@ use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures_util::StreamExt as _;
 use futures_util::stream::FuturesUnordered;
-use http::{Method, Request, header};
-use http_body_util::{BodyExt as _, Full};
+use http::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use wasmgate_apimachinery::options::{DeleteOptions, PropagationPolicy};
@@ -840,29 +838,22 @@ async fn call(
     content_type: &str,
     body: &Value,
 ) -> Result<u16, String> {
-    let req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header(header::CONTENT_TYPE, content_type)
-        .header(header::ACCEPT, "application/json")
-        .body(Full::new(Bytes::from(body.to_string())))
-        .map_err(|e| e.to_string())?;
-    let resp = crate::handler::handle(inner, req, Some(collector_user())).await;
-    let code = resp.status().as_u16();
+    let (code, v) = crate::internal::call(
+        inner,
+        collector_user(),
+        method,
+        path,
+        content_type,
+        Some(body),
+    )
+    .await?;
     if code < 300 {
         return Ok(code);
     }
-    let bytes = resp
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let message = serde_json::from_slice::<Value>(&bytes)
-        .ok()
-        .and_then(|v| v["message"].as_str().map(str::to_owned))
-        .unwrap_or_default();
-    Err(format!("{code} {message}"))
+    Err(format!(
+        "{code} {}",
+        v["message"].as_str().unwrap_or_default()
+    ))
 }
 
 /// Deletes the object, guarded by its uid.

@@ -446,6 +446,7 @@ where
         query,
         headers: parts.headers,
         warnings: Vec::new(),
+        late_warnings: Default::default(),
         user,
     };
     let gzip_ok = matches!(ctx.req.verb, Verb::Get | Verb::List)
@@ -454,6 +455,12 @@ where
     if gzip_ok {
         resp = gzip(resp).await;
     }
+    let late = std::mem::take(
+        ctx.late_warnings
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner()),
+    );
+    ctx.warnings.extend(late);
     for w in &ctx.warnings {
         let v = format!("299 - {}", go_quote_header(w));
         if let Ok(v) = HeaderValue::from_str(&v) {

@@ -140,12 +140,37 @@ impl Ctx {
         }
     }
 
-    /// The object as stored: custom resources are stored at the storage version
-    /// (conversion strategy `None`: only `apiVersion` changes, `CONV-02`).
-    pub(crate) fn to_storage(&self, obj: &mut Value) {
-        if self.is_custom() && self.req.version != self.rt.storage_version {
-            custom::set_version(obj, &self.rt.group, &self.rt.storage_version);
+    /// The object as stored: custom resources are stored at the storage version,
+    /// converted by the CRD's Wasm plugin, or else only `apiVersion` changes (`CONV-02`).
+    pub(crate) async fn to_storage(&self, obj: &mut Value) -> ApiResult<()> {
+        let Some(c) = self.rt.custom() else {
+            return Ok(());
+        };
+        if self.req.version == self.rt.storage_version {
+            return Ok(());
         }
+        match self.converter() {
+            Some(conv) => {
+                let desired = format!("{}/{}", self.rt.group, self.rt.storage_version);
+                let out = conv.convert(vec![std::mem::take(obj)], &desired).await?;
+                *obj = out.into_iter().next().unwrap_or(Value::Null);
+            }
+            None => {
+                let _ = c;
+                custom::set_version(obj, &self.rt.group, &self.rt.storage_version);
+            }
+        }
+        Ok(())
+    }
+
+    fn converter(&self) -> Option<Converter> {
+        let name = self.rt.custom()?.conversion_plugin.clone()?;
+        Some(Converter {
+            inner: self.inner.clone(),
+            plugin: name,
+            kind: self.rt.kind.clone(),
+            group: self.rt.group.clone(),
+        })
     }
 
     /// How stored objects are shown at the request's version (`None`: as stored). It copies
@@ -163,12 +188,13 @@ impl Ctx {
                 .storage()
                 .filter(|s| s.has_defaults)
                 .map(|s| s.schema.clone()),
+            converter: self.converter(),
         })
     }
 
     /// A stored object as the request's version shows it (`CONV-01`): see [`Presenter`].
-    pub(crate) fn present(&self, raw: Bytes) -> ApiResult<Obj> {
-        present_stored(self.presenter().as_ref(), raw)
+    pub(crate) async fn present(&self, raw: Bytes) -> ApiResult<Obj> {
+        present_stored(self.presenter().as_ref(), raw).await
     }
 
     /// Table columns of the kind at the request's version (`TABLE-05`).
@@ -196,11 +222,11 @@ impl Ctx {
 
 /// Stored bytes as `presenter` shows them (`None`: as stored): the bytes themselves when
 /// they need no change, else the decoded and changed object.
-pub(crate) fn present_stored(presenter: Option<&Presenter>, raw: Bytes) -> ApiResult<Obj> {
+pub(crate) async fn present_stored(presenter: Option<&Presenter>, raw: Bytes) -> ApiResult<Obj> {
     match presenter {
         Some(p) if p.needs(&raw) => {
             let mut obj = crate::object::from_stored(&raw).map_err(ApiError::internal)?;
-            p.apply(&mut obj);
+            p.apply(&mut obj).await?;
             Ok(Obj::Value(obj))
         }
         _ => Ok(Obj::Raw(raw)),
@@ -208,33 +234,71 @@ pub(crate) fn present_stored(presenter: Option<&Presenter>, raw: Bytes) -> ApiRe
 }
 
 /// [`present_stored`] for stored bytes already decoded into `obj`.
-pub(crate) fn present_decoded(presenter: Option<&Presenter>, raw: Bytes, mut obj: Value) -> Obj {
+pub(crate) async fn present_decoded(
+    presenter: Option<&Presenter>,
+    raw: Bytes,
+    mut obj: Value,
+) -> ApiResult<Obj> {
     match presenter {
         Some(p) if p.needs(&raw) => {
-            p.apply(&mut obj);
-            Obj::Value(obj)
+            p.apply(&mut obj).await?;
+            Ok(Obj::Value(obj))
         }
-        _ => Obj::Raw(raw),
+        _ => Ok(Obj::Raw(raw)),
     }
 }
 
-/// A decoded object in its stored form, changed as `presenter` shows it.
-pub(crate) fn present_value(presenter: Option<&Presenter>, mut obj: Value) -> Obj {
-    if let Some(p) = presenter {
-        p.apply(&mut obj);
+/// [`present_stored`] for many objects (stored bytes, decoded when already at hand),
+/// converted by one plugin call.
+pub(crate) async fn present_many(
+    presenter: Option<&Presenter>,
+    items: Vec<(Bytes, Option<Value>)>,
+) -> ApiResult<Vec<Obj>> {
+    let Some(p) = presenter else {
+        return Ok(items.into_iter().map(|(raw, _)| Obj::Raw(raw)).collect());
+    };
+    let mut out: Vec<Option<Obj>> = Vec::with_capacity(items.len());
+    let mut todo = Vec::new();
+    let mut values = Vec::new();
+    for (i, (raw, obj)) in items.into_iter().enumerate() {
+        if p.needs(&raw) {
+            let obj = match obj {
+                Some(o) => o,
+                None => crate::object::from_stored(&raw).map_err(ApiError::internal)?,
+            };
+            todo.push(i);
+            values.push(obj);
+            out.push(None);
+        } else {
+            out.push(Some(Obj::Raw(raw)));
+        }
     }
-    Obj::Value(obj)
+    p.apply_all(&mut values).await?;
+    for (i, v) in todo.into_iter().zip(values) {
+        out[i] = Some(Obj::Value(v));
+    }
+    Ok(out.into_iter().flatten().collect())
+}
+
+/// A decoded object in its stored form, changed as `presenter` shows it.
+pub(crate) async fn present_value(presenter: Option<&Presenter>, mut obj: Value) -> ApiResult<Obj> {
+    if let Some(p) = presenter {
+        p.apply(&mut obj).await?;
+    }
+    Ok(Obj::Value(obj))
 }
 
 /// Shows stored custom resources at a requested version: stored bytes pass through
 /// untouched when they already are that version and need no read-time defaulting;
-/// otherwise the storage version's defaults are applied (`CRDV-04`) and `apiVersion` is
-/// rewritten (conversion strategy `None`, `CONV-01`, `CONV-02`).
+/// otherwise the storage version's defaults are applied (`CRDV-04`) and the object is
+/// converted: by the CRD's Wasm plugin, or else by rewriting `apiVersion` (conversion
+/// strategy `None`, `CONV-01`, `CONV-02`).
 pub(crate) struct Presenter {
     prefix: String,
     group: String,
     version: String,
     defaults: Option<wasmgate_apimachinery::structural::Schema>,
+    converter: Option<Converter>,
 }
 
 impl Presenter {
@@ -244,10 +308,129 @@ impl Presenter {
     }
 
     /// Changes a decoded stored object into its shown form.
-    pub(crate) fn apply(&self, obj: &mut Value) {
+    pub(crate) async fn apply(&self, obj: &mut Value) -> ApiResult<()> {
+        self.apply_all(std::slice::from_mut(obj)).await
+    }
+
+    /// [`Presenter::apply`] for many objects: one plugin call converts them all.
+    pub(crate) async fn apply_all(&self, objs: &mut [Value]) -> ApiResult<()> {
         if let Some(s) = &self.defaults {
-            s.apply_defaults(obj);
+            for o in objs.iter_mut() {
+                s.apply_defaults(o);
+            }
         }
-        custom::set_version(obj, &self.group, &self.version);
+        let desired = format!("{}/{}", self.group, self.version);
+        if let Some(conv) = &self.converter {
+            let todo: Vec<usize> = (0..objs.len())
+                .filter(|&i| objs[i].get("apiVersion").and_then(Value::as_str) != Some(&desired))
+                .collect();
+            if !todo.is_empty() {
+                let batch = todo.iter().map(|&i| std::mem::take(&mut objs[i])).collect();
+                let out = conv.convert(batch, &desired).await?;
+                for (i, o) in todo.into_iter().zip(out) {
+                    objs[i] = o;
+                }
+            }
+            return Ok(());
+        }
+        for o in objs.iter_mut() {
+            custom::set_version(o, &self.group, &self.version);
+        }
+        Ok(())
+    }
+}
+
+/// Conversion of custom resources by the `WasmPlugin` their CRD names.
+pub(crate) struct Converter {
+    inner: std::sync::Arc<crate::Inner>,
+    plugin: String,
+    kind: String,
+    group: String,
+}
+
+impl Converter {
+    /// `objs` at `desired` (`group/version`), in order. What kube-apiserver answers when
+    /// a conversion webhook fails: 500, `conversion webhook for GV, Kind=K failed: ...`.
+    pub(crate) async fn convert(&self, objs: Vec<Value>, desired: &str) -> ApiResult<Vec<Value>> {
+        let from = objs
+            .first()
+            .and_then(|o| o.get("apiVersion"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let fail = |why: String| -> ApiError {
+            Status::failure(
+                500,
+                "InternalError",
+                format!(
+                    "conversion webhook for {from}, Kind={} failed: {why}",
+                    self.kind
+                ),
+            )
+            .into()
+        };
+        let binding = self
+            .inner
+            .plugins
+            .named(&self.plugin)
+            .filter(|b| b.hooks.convert)
+            .ok_or_else(|| {
+                fail(format!(
+                    "WasmPlugin {:?} is not loaded with the convert hook",
+                    self.plugin
+                ))
+            })?;
+        let n = objs.len();
+        let req = wasmgate_plugin_runtime::wit::ConversionRequest {
+            uid: crate::object::new_uid(),
+            desired_api_version: desired.to_owned(),
+            objects: objs.iter().map(Value::to_string).collect(),
+        };
+        let out = match binding.plugin.convert(&req).await {
+            Ok(Ok(out)) => out,
+            Ok(Err(status)) => return Err(fail(status.message)),
+            Err(e) => return Err(fail(format!("plugin {:?}: {e}", self.plugin))),
+        };
+        let mut converted = Vec::with_capacity(n);
+        for (before, raw) in objs.iter().zip(out) {
+            let after: Value = serde_json::from_str(&raw).map_err(|e| {
+                fail(format!(
+                    "plugin {:?} returned invalid JSON: {e}",
+                    self.plugin
+                ))
+            })?;
+            // kube's checks of a webhook's answer: the version asked for, and the same
+            // object (kind, name, namespace, uid, labels and annotations may not change).
+            if after.get("apiVersion").and_then(Value::as_str) != Some(desired) {
+                return Err(fail(format!(
+                    "plugin {:?} returned an object of {:?}, not {desired:?}",
+                    self.plugin,
+                    after
+                        .get("apiVersion")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                )));
+            }
+            let same = |f: &str| before.pointer(f) == after.pointer(f);
+            if !same("/kind")
+                || !same("/metadata/name")
+                || !same("/metadata/namespace")
+                || !same("/metadata/uid")
+            {
+                return Err(fail(format!(
+                    "plugin {:?} changed the kind, name, namespace or uid of an object",
+                    self.plugin
+                )));
+            }
+            if !after
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .is_some_and(|a| a.starts_with(&format!("{}/", self.group)))
+            {
+                return Err(fail("the converted object is of another group".into()));
+            }
+            converted.push(after);
+        }
+        Ok(converted)
     }
 }

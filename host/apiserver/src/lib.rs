@@ -12,7 +12,8 @@
 //! * `discovery`, `openapi`, `health`, `version`: the non-resource endpoints.
 //! * `namespaces`: the namespace controller (content deletion, then finalization).
 //!
-//! This crate must not depend on a storage engine, wasmtime or tikv-client.
+//! This crate names no storage engine, wasmtime or tikv-client: plugins run through
+//! `wasmgate-plugin-runtime`, the one crate that names wasmtime.
 //!
 //! ## Cancel safety
 //! Dropping a request future (client gone) never leaves a partial write: a write is one
@@ -33,11 +34,13 @@ mod error_body_io;
 mod gc;
 mod handler;
 mod health;
+mod internal;
 mod kinds;
 mod namespaces;
 mod object;
 mod openapi;
 mod openapi_text;
+pub mod plugins;
 pub mod registry;
 pub mod serve;
 mod verbs;
@@ -78,6 +81,10 @@ pub struct Options {
     /// How long the namespace controller waits before re-checking a terminating namespace
     /// whose content is held by finalizers.
     pub namespace_resync: Duration,
+    /// A directory of `WasmPlugin` manifests to apply and follow (`--plugin-dir`).
+    pub plugin_dir: Option<std::path::PathBuf>,
+    /// Where compiled plugins are kept across restarts (`None`: in memory only).
+    pub plugin_cache_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -93,6 +100,8 @@ impl Default for Options {
             history_retention: Duration::from_secs(300),
             advertise_address: "127.0.0.1:6443".into(),
             namespace_resync: Duration::from_secs(2),
+            plugin_dir: None,
+            plugin_cache_dir: None,
         }
     }
 }
@@ -127,6 +136,8 @@ pub(crate) struct Inner {
     pub(crate) crd_synced: watch::Sender<u64>,
     /// Keys of the terminating CRDs whose cleanup task runs (one task each).
     pub(crate) crd_cleanups: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// The Wasm plugins bound to API groups.
+    pub(crate) plugins: plugins::Plugins,
 }
 
 impl ApiServer {
@@ -138,6 +149,7 @@ impl ApiServer {
             store,
             registry: registry::Registry::new(registry::builtin_types()),
             in_flight: Semaphore::new(options.max_in_flight.max(1)),
+            plugins: plugins::Plugins::new(options.plugin_cache_dir.clone()),
             options,
             shutdown: watch::Sender::new(false),
             bootstrapped: AtomicBool::new(false),
@@ -156,6 +168,14 @@ impl ApiServer {
         tokio::spawn(crd_controller::run(Arc::downgrade(&inner)));
         tokio::spawn(gc::run(Arc::downgrade(&inner)));
         tokio::spawn(compactor(Arc::downgrade(&inner)));
+        // The WasmPlugin type is a CRD: installed once the CRD controller runs.
+        plugins::crd::ensure(&inner)
+            .await
+            .map_err(ApiServerError::Bootstrap)?;
+        tokio::spawn(plugins::run(Arc::downgrade(&inner)));
+        if let Some(dir) = inner.options.plugin_dir.clone() {
+            tokio::spawn(plugins::dir::run(Arc::downgrade(&inner), dir));
+        }
         Ok(ApiServer { inner })
     }
 

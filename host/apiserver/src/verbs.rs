@@ -3,12 +3,14 @@
 //! field validation and pruning → prepare (strategy) → validate (422) → admission (later:
 //! plugins) → store (CAS) → encode.
 
+mod admission;
 mod create;
 mod delete;
 mod delete_collection;
 mod get;
 mod list;
 mod patch;
+mod printing;
 mod scale;
 mod update;
 mod watch;
@@ -44,7 +46,8 @@ pub(crate) struct Ctx {
     pub(crate) headers: HeaderMap,
     /// `Warning` headers to send.
     pub(crate) warnings: Vec<String>,
-    #[allow(dead_code, reason = "authorization (RBAC) reads it in a later issue")]
+    /// `Warning`s of steps that only borrow the context (admission in an update).
+    pub(crate) late_warnings: std::sync::Mutex<Vec<String>>,
     pub(crate) user: User,
 }
 
@@ -141,26 +144,12 @@ impl Ctx {
             .map_err(|e| Status::bad_request(e).into())
     }
 
-    /// Table rows for objects, with `includeObject` applied.
-    fn table_rows(
-        &self,
-        objs: &[Value],
-        out: media::MetaVersion,
-    ) -> ApiResult<Vec<table::TableRow>> {
-        let include = self.include_object()?;
-        let now = time::OffsetDateTime::now_utc();
-        Ok(objs
-            .iter()
-            .map(|o| table::TableRow {
-                cells: self.table_cells(o, now),
-                conditions: None,
-                object: table::row_object(o, include, out.api_version()),
-            })
-            .collect())
-    }
-
     /// Renders one object.
-    pub(crate) fn respond_object(&self, code: StatusCode, obj: Obj) -> ApiResult<Response<Body>> {
+    pub(crate) async fn respond_object(
+        &self,
+        code: StatusCode,
+        obj: Obj,
+    ) -> ApiResult<Response<Body>> {
         let out = self.output()?;
         match out {
             Output::Json => {
@@ -178,11 +167,12 @@ impl Ctx {
             Output::Table(v) => {
                 let value = obj.value()?;
                 let rv = meta_str(&value, "resourceVersion").unwrap_or("").to_owned();
+                let (columns, rows) = self.table_parts(std::slice::from_ref(&*value), v).await?;
                 let t = table::Table {
                     api_version: v.api_version().into(),
                     metadata: table::list_metadata(&rv, "", None),
-                    column_definitions: self.table_columns(),
-                    rows: self.table_rows(std::slice::from_ref(&value), v)?,
+                    column_definitions: columns,
+                    rows,
                 };
                 Ok(response(
                     code,
@@ -203,7 +193,7 @@ impl Ctx {
     }
 
     /// Renders a list.
-    pub(crate) fn respond_list(
+    pub(crate) async fn respond_list(
         &self,
         items: Vec<Obj>,
         revision: u64,
@@ -276,11 +266,12 @@ impl Ctx {
                     .iter()
                     .map(|i| i.value().map(|v| v.into_owned()))
                     .collect::<ApiResult<_>>()?;
+                let (columns, rows) = self.table_parts(&values, v).await?;
                 let t = table::Table {
                     api_version: v.api_version().into(),
                     metadata: Value::Object(list_meta),
-                    column_definitions: self.table_columns(),
-                    rows: self.table_rows(&values, v)?,
+                    column_definitions: columns,
+                    rows,
                 };
                 Ok(response(
                     StatusCode::OK,
@@ -550,7 +541,7 @@ impl Ctx {
             let mut cur_obj = object::from_stored(&cur.value).map_err(ApiError::internal)?;
             let presented = match &presenter {
                 Some(p) if p.needs(&cur.value) => {
-                    p.apply(&mut cur_obj);
+                    p.apply(&mut cur_obj).await?;
                     true
                 }
                 _ => false,
@@ -585,6 +576,13 @@ impl Ctx {
                     target,
                 ));
             }
+            self.admit(
+                crate::plugins::Op::Update,
+                &mut new,
+                Some(&cur_obj),
+                dry_run,
+            )
+            .await?;
             object::set_resource_version(&mut new, cur.revision);
             if object::same_content(&new, &cur_obj) {
                 // No change: no write, no new resourceVersion (kubectl prints "unchanged").
@@ -597,7 +595,7 @@ impl Ctx {
             if dry_run {
                 return Ok(Obj::Value(new));
             }
-            self.to_storage(&mut new);
+            self.to_storage(&mut new).await?;
             let finished = crate::builtin::removal_due(&new);
             let op = if finished {
                 WriteOp::Delete(object::to_stored(&new))
@@ -616,7 +614,7 @@ impl Ctx {
             {
                 Ok(c) => {
                     self.after_write(c.revision).await;
-                    return crate::kinds::present_stored(presenter.as_ref(), c.value);
+                    return crate::kinds::present_stored(presenter.as_ref(), c.value).await;
                 }
                 Err(wasmgate_storage::StorageError::Conflict { .. }) if !pinned => {
                     continue;
@@ -629,6 +627,54 @@ impl Ctx {
 }
 
 impl Ctx {
+    /// Admission of a create or update (`old`: the stored object): mutating plugins, the
+    /// kind's validation again when they changed the object (a plugin's output is checked
+    /// as a client's would be: pruned, defaulted, 422 when invalid), validating plugins.
+    pub(crate) async fn admit(
+        &self,
+        op: crate::plugins::Op,
+        obj: &mut Value,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> ApiResult<()> {
+        let Some(mut adm) = self.admission(op, Some(obj), old, dry_run).await? else {
+            return Ok(());
+        };
+        let mut warnings = Vec::new();
+        if adm.mutate(obj, &mut warnings).await? {
+            let mut ignored = Vec::new();
+            self.check_fields_into(obj, &[], FieldValidation::Ignore, &mut ignored)?;
+            let errs = self.validate_object(obj, old);
+            if !errs.is_empty() {
+                return Err(self.invalid(meta_str(obj, "name").unwrap_or(""), &errs));
+            }
+        }
+        adm.validate(Some(obj), &mut warnings).await?;
+        self.add_late_warnings(warnings);
+        Ok(())
+    }
+
+    /// Validating admission of a delete of `old`.
+    pub(crate) async fn admit_delete(&self, old: &Value, dry_run: bool) -> ApiResult<()> {
+        let op = crate::plugins::Op::Delete;
+        let Some(mut adm) = self.admission(op, None, Some(old), dry_run).await? else {
+            return Ok(());
+        };
+        let mut warnings = Vec::new();
+        adm.validate(None, &mut warnings).await?;
+        self.add_late_warnings(warnings);
+        Ok(())
+    }
+
+    fn add_late_warnings(&self, w: Vec<String>) {
+        if !w.is_empty() {
+            self.late_warnings
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(w);
+        }
+    }
+
     /// After a committed write: writes to CRDs return once the registry serves the change
     /// (`CRD-02`: a created CRD's endpoints exist when `create` returns).
     pub(crate) async fn after_write(&self, revision: u64) {

@@ -209,16 +209,20 @@ async fn crd_bad_input_is_422_with_causes() {
         .text()
         .contains("should be a domain with at least one dot")
     );
-    // Conversion webhooks are not available (Wasm conversion replaces them later).
-    let mut hook = minimal_crd("x.io", "things", "Thing", json!({"type":"object"}));
-    hook["spec"]["conversion"] = json!({"strategy":"Webhook"});
-    assert!(
-        post(hook)
-            .await
-            .expect(422)
-            .text()
-            .contains("spec.conversion.strategy")
-    );
+    // Conversion runs in Wasm plugins (`wasm://NAME`): a webhook without such a URL (an
+    // HTTPS webhook, or none) is refused, naming the field.
+    for url in [None, Some("https://conv.example.com/convert")] {
+        let mut hook = minimal_crd("x.io", "things", "Thing", json!({"type":"object"}));
+        hook["spec"]["conversion"] = json!({"strategy":"Webhook"});
+        if let Some(u) = url {
+            hook["spec"]["conversion"]["webhook"] = json!({"clientConfig": {"url": u}});
+        }
+        let text = post(hook).await.expect(422).text();
+        assert!(
+            text.contains("spec.conversion.webhook.clientConfig.url") && text.contains("wasm://"),
+            "{text}"
+        );
+    }
     // Collisions with names in use in the same group.
     post(minimal_crd(
         "x.io",

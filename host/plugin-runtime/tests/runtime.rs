@@ -10,20 +10,11 @@ use wasmgate_plugin_runtime::wit::{
 };
 use wasmgate_plugin_runtime::{CallError, Limits, LoadError, Runtime, RuntimeConfig};
 
-/// A component built by `plugins/build.sh`.
+/// A component built by `plugins/build.sh` (into `plugins/dist/`).
 fn wasm(name: &str) -> Vec<u8> {
-    let dir = std::env::var_os("WASMGATE_PLUGINS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                        .join(".cache/wasmgate-target")
-                });
-            target.join("wasm32-wasip2/release")
-        });
-    let path = dir.join(format!("{name}.wasm"));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../plugins/dist")
+        .join(format!("{name}.wasm"));
     std::fs::read(&path).unwrap_or_else(|e| {
         panic!(
             "{}: {e}; build the plugins first: bash plugins/build.sh",

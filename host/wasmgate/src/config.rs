@@ -23,6 +23,9 @@ pub struct Config {
     pub insecure_listen: Option<SocketAddr>,
     /// Which storage engine.
     pub storage: StorageConfig,
+    /// A directory of `WasmPlugin` manifests (`*.yaml`) and their modules, applied at
+    /// start and followed while serving.
+    pub plugin_dir: Option<PathBuf>,
     /// Protocol tuning.
     pub limits: Limits,
 }
@@ -37,6 +40,7 @@ impl Default for Config {
             storage: StorageConfig::Embedded {
                 cache_mib: DEFAULT_CACHE_MIB,
             },
+            plugin_dir: None,
             limits: Limits::default(),
         }
     }

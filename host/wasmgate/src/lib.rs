@@ -103,7 +103,9 @@ impl Gateway {
             ip => ip.to_string(),
         };
         let advertise = format!("{client_host}:{}", https_addr.port());
-        let options = config.limits.api_options(&advertise);
+        let mut options = config.limits.api_options(&advertise);
+        options.plugin_dir = config.plugin_dir.clone();
+        options.plugin_cache_dir = Some(config.data_dir.join("plugin-cache"));
         let server = ApiServer::new(store, options).await?;
 
         let mut sans = config.tls_sans.clone();

@@ -57,6 +57,11 @@ struct ServeArgs {
     /// History kept for watches and continue tokens, in seconds [default: 300]
     #[arg(long, value_name = "SECONDS")]
     history_retention: Option<u64>,
+    /// Directory of WasmPlugin manifests (*.yaml) and their .wasm modules, applied at start
+    /// and followed while serving (`none` for no directory) [default: ./examples/plugins
+    /// when it exists, so that the repository's quick start serves its example plugins]
+    #[arg(long, env = "WASMGATE_PLUGIN_DIR", value_name = "DIR")]
+    plugin_dir: Option<PathBuf>,
     /// Log filter (tracing EnvFilter syntax) [default: info, or RUST_LOG]
     #[arg(long, env = "WASMGATE_LOG", value_name = "FILTER")]
     log: Option<String>,
@@ -101,6 +106,17 @@ fn effective_config(args: &ServeArgs) -> anyhow::Result<Config> {
     }
     if let Some(h) = args.history_retention {
         c.limits.history_retention_seconds = h;
+    }
+    match &args.plugin_dir {
+        Some(d) if d.as_os_str() == "none" => c.plugin_dir = None,
+        Some(d) => c.plugin_dir = Some(d.clone()),
+        None if c.plugin_dir.is_none() => {
+            let examples = PathBuf::from("./examples/plugins");
+            if examples.join("widgets.yaml").is_file() {
+                c.plugin_dir = Some(examples);
+            }
+        }
+        None => {}
     }
     Ok(c)
 }

@@ -62,6 +62,12 @@ async fn create_once(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> Attemp
         Ok(x) => x,
         Err(e) => return Attempt::Done(Err(e)),
     };
+    if let Err(e) = ctx
+        .admit(crate::plugins::Op::Create, &mut obj, None, opts.dry_run)
+        .await
+    {
+        return Attempt::Done(Err(e));
+    }
     let mut guards = Vec::new();
     if let Some(ns) = ctx.namespace().map(str::to_owned) {
         let name = meta_str(&obj, "name").unwrap_or("").to_owned();
@@ -77,10 +83,15 @@ async fn create_once(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> Attemp
     if opts.dry_run {
         // Everything ran but the store: nothing is written, no revision is used.
         meta_mut(&mut obj).remove("resourceVersion");
-        return Attempt::Done(ctx.respond_object(StatusCode::CREATED, Obj::Value(obj)));
+        return Attempt::Done(
+            ctx.respond_object(StatusCode::CREATED, Obj::Value(obj))
+                .await,
+        );
     }
     // Only `metadata.name` changes between attempts; the storage form is kept throughout.
-    ctx.to_storage(&mut obj);
+    if let Err(e) = ctx.to_storage(&mut obj).await {
+        return Attempt::Done(Err(e));
+    }
     let attempts = if generated { GENERATE_NAME_ATTEMPTS } else { 1 };
     for attempt in 0..attempts {
         if attempt > 0 {
@@ -98,10 +109,10 @@ async fn create_once(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> Attemp
         match ctx.inner.store.write(write).await {
             Ok(c) => {
                 ctx.after_write(c.revision).await;
-                return Attempt::Done(
-                    ctx.present(c.value)
-                        .and_then(|out| ctx.respond_object(StatusCode::CREATED, out)),
-                );
+                return Attempt::Done(match ctx.present(c.value).await {
+                    Ok(out) => ctx.respond_object(StatusCode::CREATED, out).await,
+                    Err(e) => Err(e),
+                });
             }
             Err(StorageError::Conflict { key, actual, .. })
                 if kept.iter().any(|(k, _)| *k == key) =>

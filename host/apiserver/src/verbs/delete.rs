@@ -37,11 +37,11 @@ pub(super) async fn delete(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
         // kube answers 202 for a delete that waits on dependents when the client asked for
         // cascading with the deprecated `orphanDependents: false`, 200 otherwise.
         Deleted::Pending(obj) if opts.orphan_dependents == Some(false) => {
-            ctx.respond_object(StatusCode::ACCEPTED, obj)
+            ctx.respond_object(StatusCode::ACCEPTED, obj).await
         }
-        Deleted::Pending(obj) => ctx.respond_object(StatusCode::OK, obj),
+        Deleted::Pending(obj) => ctx.respond_object(StatusCode::OK, obj).await,
         Deleted::Removed { obj, .. } if ctx.delete_returns_object() => {
-            ctx.respond_object(StatusCode::OK, obj)
+            ctx.respond_object(StatusCode::OK, obj).await
         }
         Deleted::Removed { uid, .. } => {
             let s = Status::success(ctx.target(&name), &uid);
@@ -98,6 +98,7 @@ pub(super) async fn delete_one(
         let cur = cur.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
         let mut obj = object::from_stored(&cur.value).map_err(ApiError::internal)?;
         check_preconditions(target, opts, &obj)?;
+        ctx.admit_delete(&obj, dry).await?;
         let uid = meta_str(&obj, "uid").unwrap_or("").to_owned();
         let gc_changed = crate::gc::apply_deletion_finalizers(&mut obj, opts);
         let pending = has_finalizers(&obj);
@@ -105,7 +106,9 @@ pub(super) async fn delete_one(
         let write = if pending {
             if already_deleting && !gc_changed {
                 // Already being deleted: nothing more to do.
-                return Ok(Deleted::Pending(present_decoded(presenter, cur.value, obj)));
+                return Ok(Deleted::Pending(
+                    present_decoded(presenter, cur.value, obj).await?,
+                ));
             }
             let m = meta_mut(&mut obj);
             if !m.contains_key("deletionTimestamp") {
@@ -116,15 +119,15 @@ pub(super) async fn delete_one(
                 obj["status"]["phase"] = json!("Terminating");
             }
             if dry {
-                return Ok(Deleted::Pending(present_value(presenter, obj)));
+                return Ok(Deleted::Pending(present_value(presenter, obj).await?));
             }
             WriteOp::Put(object::to_stored(&obj))
         } else {
             if dry {
                 let obj = if gc_changed {
-                    present_value(presenter, obj)
+                    present_value(presenter, obj).await?
                 } else {
-                    present_decoded(presenter, cur.value, obj)
+                    present_decoded(presenter, cur.value, obj).await?
                 };
                 return Ok(Deleted::Removed { obj, uid });
             }
@@ -142,7 +145,7 @@ pub(super) async fn delete_one(
         match res {
             Ok(c) => {
                 ctx.after_write(c.revision).await;
-                let obj = present_stored(presenter, c.value)?;
+                let obj = present_stored(presenter, c.value).await?;
                 return Ok(if pending {
                     Deleted::Pending(obj)
                 } else {

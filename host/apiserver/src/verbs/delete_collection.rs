@@ -45,4 +45,5 @@ pub(super) async fn delete_collection(ctx: &mut Ctx, body: Bytes) -> ApiResult<R
         }
     }
     ctx.respond_list(deleted, ctx.inner.store.revision(), "", None)
+        .await
 }

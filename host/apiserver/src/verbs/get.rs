@@ -27,8 +27,8 @@ pub(super) async fn get(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         .await
         .map_err(|e| storage_error(e, target))?;
     let found = found.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
-    let out = ctx.present(found.value)?;
-    ctx.respond_object(StatusCode::OK, out)
+    let out = ctx.present(found.value).await?;
+    ctx.respond_object(StatusCode::OK, out).await
 }
 
 /// Waits briefly for the store to reach `rev`, else 504 "Too large resource version"

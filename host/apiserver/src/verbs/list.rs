@@ -10,7 +10,7 @@ use wasmgate_storage::{ReadAt, StorageError};
 use super::{Ctx, Filter, Obj};
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult, storage_error};
-use crate::kinds::{Presenter, present_decoded, present_stored};
+use crate::kinds::{Presenter, present_many};
 use crate::object;
 
 /// The items of one page and where the next starts.
@@ -37,6 +37,7 @@ pub(super) async fn list(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         &listed.continue_token,
         listed.remaining,
     )
+    .await
 }
 
 /// Reads one page (or everything, with limit 0) of the collection the request names, its
@@ -91,16 +92,18 @@ pub(super) async fn read_list(
         at = ReadAt::Exact(page.revision);
         revision.get_or_insert(page.revision);
         let last_key = page.items.last().map(|v| v.key.clone());
+        let mut kept = Vec::with_capacity(page.items.len());
         for v in page.items {
             if filter.is_everything() {
-                items.push(present_stored(presenter, v.value)?);
+                kept.push((v.value, None));
             } else {
                 let obj = object::from_stored(&v.value).map_err(ApiError::internal)?;
                 if filter.matches(&obj) {
-                    items.push(present_decoded(presenter, v.value, obj));
+                    kept.push((v.value, Some(obj)));
                 }
             }
         }
+        items.extend(present_many(presenter, kept).await?);
         let full = limit > 0 && items.len() >= limit;
         if !page.more || full || last_key.is_none() {
             let revision = revision.unwrap_or(page.revision);

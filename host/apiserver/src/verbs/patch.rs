@@ -87,7 +87,7 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
     warnings.sort();
     warnings.dedup();
     ctx.warnings.extend(warnings);
-    ctx.respond_object(StatusCode::OK, out)
+    ctx.respond_object(StatusCode::OK, out).await
 }
 
 /// Most operations in one JSON patch (kube-apiserver's limit).

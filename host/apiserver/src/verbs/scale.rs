@@ -37,7 +37,7 @@ pub(super) async fn scale(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
                 .await
                 .map_err(|e| storage_error(e, target))?;
             let found = found.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
-            scale_of(&spec, &*ctx.present(found.value)?.value()?)
+            scale_of(&spec, &*ctx.present(found.value).await?.value()?)
         }
         Verb::Update => {
             let desired = ctx.decode_body(&body)?.value;

@@ -58,5 +58,5 @@ pub(super) async fn update(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
             })
         })
         .await?;
-    ctx.respond_object(StatusCode::OK, out)
+    ctx.respond_object(StatusCode::OK, out).await
 }

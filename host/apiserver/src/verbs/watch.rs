@@ -90,6 +90,23 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         }
     };
     let (tx, rx) = mpsc::channel(CHANNEL_FRAMES);
+    let printer = match output {
+        Output::Table(_) => match super::printing::PluginPrinter::for_request(ctx).await {
+            Some(Ok(p)) => Some(p),
+            Some(Err(e)) => {
+                tracing::warn!("{e}");
+                ctx.warnings
+                    .push(format!("{e}; showing the default columns"));
+                None
+            }
+            None => None,
+        },
+        _ => None,
+    };
+    let columns = match &printer {
+        Some(p) => p.columns.clone(),
+        None => ctx.table_columns(),
+    };
     let stream = Stream {
         tx,
         filter,
@@ -99,7 +116,8 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         api_version: ctx.api_version(),
         sent_columns: false,
         presenter,
-        columns: ctx.table_columns(),
+        columns,
+        printer,
         rt: ctx.rt.clone(),
         version: ctx.req.version.clone(),
         registry: ctx.inner.clone(),
@@ -162,6 +180,8 @@ struct Stream {
     /// Version conversion of custom resources.
     presenter: Option<crate::kinds::Presenter>,
     columns: Vec<table::ColumnDefinition>,
+    /// The group's printer plugin, when one is bound (its columns are `columns`).
+    printer: Option<super::printing::PluginPrinter>,
     /// The kind and version, for table cells (built-in printers or CRD printer columns).
     rt: std::sync::Arc<crate::registry::ResourceType>,
     version: String,
@@ -191,12 +211,11 @@ impl Stream {
             .map(|every| tokio::time::interval_at(tokio::time::Instant::now() + every, every));
         for item in initial {
             let frame = match item {
-                Obj::Raw(raw) => self.frame("ADDED", &raw, None),
-                Obj::Value(v) => self.frame(
-                    "ADDED",
-                    &Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),
-                    Some(&v),
-                ),
+                Obj::Raw(raw) => self.frame("ADDED", &raw, None).await,
+                Obj::Value(v) => {
+                    let raw = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
+                    self.frame("ADDED", &raw, Some(&v)).await
+                }
             };
             if !self.send(frame, &mut shutdown, &mut deadline).await {
                 return;
@@ -234,14 +253,14 @@ impl Stream {
                     // Events of one commit arrive together: send what is ready as one
                     // chunk (one TLS record, one write) instead of one per event.
                     let mut chunk = BytesMut::new();
-                    if let Some(f) = self.event_frame(&ev) {
+                    if let Some(f) = self.event_frame(&ev).await {
                         chunk.put_slice(&f);
                     }
                     while chunk.len() < COALESCE_BYTES {
                         let Some(ev) = watcher.next_buffered() else {
                             break;
                         };
-                        if let Some(f) = self.event_frame(&ev) {
+                        if let Some(f) = self.event_frame(&ev).await {
                             chunk.put_slice(&f);
                         }
                     }
@@ -296,14 +315,14 @@ impl Stream {
     }
 
     /// The frame for a store event, or `None` when this watcher's selectors hide it.
-    fn event_frame(&mut self, ev: &Event) -> Option<Bytes> {
+    async fn event_frame(&mut self, ev: &Event) -> Option<Bytes> {
         if self.filter.is_everything() {
             let ty = match (ev.kind, &ev.prev) {
                 (EventKind::Put, None) => "ADDED",
                 (EventKind::Put, Some(_)) => "MODIFIED",
                 (EventKind::Delete, _) => "DELETED",
             };
-            return Some(self.frame_with_cache(ty, ev));
+            return Some(self.frame_with_cache(ty, ev).await);
         }
         let d = decoded(ev);
         let d = d.downcast_ref::<DecodedEvent>()?;
@@ -321,34 +340,42 @@ impl Stream {
                 }
             }
         };
-        Some(self.frame_with_cache(ty, ev))
+        Some(self.frame_with_cache(ty, ev).await)
     }
 
-    fn frame_with_cache(&mut self, ty: &str, ev: &Event) -> Bytes {
+    async fn frame_with_cache(&mut self, ty: &str, ev: &Event) -> Bytes {
         if let Some(p) = self.presenter.as_ref().filter(|p| p.needs(&ev.value)) {
             let d = decoded(ev);
             let mut obj = d
                 .downcast_ref::<DecodedEvent>()
                 .and_then(|d| d.obj.clone())
                 .unwrap_or(Value::Null);
-            p.apply(&mut obj);
+            if let Err(e) = p.apply(&mut obj).await {
+                // A failed conversion: the client sees why, as kube-apiserver's watch
+                // reports a decoding error of an event.
+                let mut f = BytesMut::new();
+                f.put_slice(br#"{"type":"ERROR","object":"#);
+                f.put_slice(&e.status.to_json());
+                f.put_slice(b"}\n");
+                return f.freeze();
+            }
             let raw = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
-            return self.frame(ty, &raw, Some(&obj));
+            return self.frame(ty, &raw, Some(&obj)).await;
         }
         match self.output {
-            Output::Json => self.frame(ty, &ev.value, None),
+            Output::Json => self.frame(ty, &ev.value, None).await,
             _ => {
                 let d = decoded(ev);
                 let obj = d
                     .downcast_ref::<DecodedEvent>()
                     .and_then(|d| d.obj.as_ref());
-                self.frame(ty, &ev.value, obj)
+                self.frame(ty, &ev.value, obj).await
             }
         }
     }
 
     /// `{"type":ty,"object":…}\n` in the stream's output form.
-    fn frame(&mut self, ty: &str, raw: &Bytes, decoded: Option<&Value>) -> Bytes {
+    async fn frame(&mut self, ty: &str, raw: &Bytes, decoded: Option<&Value>) -> Bytes {
         let mut f = BytesMut::with_capacity(raw.len() + 40);
         f.put_slice(br#"{"type":""#);
         f.put_slice(ty.as_bytes());
@@ -378,7 +405,7 @@ impl Stream {
                         metadata: table::list_metadata(rv, "", None),
                         column_definitions: columns,
                         rows: vec![table::TableRow {
-                            cells: self.cells(obj, now),
+                            cells: self.cells(obj, now).await,
                             conditions: None,
                             object: table::row_object(obj, self.include, v.api_version()),
                         }],
@@ -406,7 +433,24 @@ impl Stream {
             .is_some_and(|c| c.crd_uid == mine.crd_uid)
     }
 
-    fn cells(&self, obj: &Value, now: time::OffsetDateTime) -> Vec<Value> {
+    async fn cells(&self, obj: &Value, now: time::OffsetDateTime) -> Vec<Value> {
+        if let Some(p) = &self.printer {
+            return match p.cells(std::slice::from_ref(obj)).await {
+                Ok(mut rows) => rows.pop().unwrap_or_default(),
+                Err(e) => {
+                    // The columns were sent: a row of the same width, the name first.
+                    tracing::warn!("{e}");
+                    let mut row = vec![Value::Null; self.columns.len()];
+                    if let Some(first) = row.first_mut() {
+                        *first = object::meta(obj)
+                            .get("name")
+                            .cloned()
+                            .unwrap_or(Value::Null);
+                    }
+                    row
+                }
+            };
+        }
         match self.rt.custom().and_then(|c| c.version(&self.version)) {
             Some(v) => crate::custom::cells(v, obj, now),
             None => table::cells_for(&self.rt.group, &self.rt.resource, obj, now),

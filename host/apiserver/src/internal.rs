@@ -1,0 +1,59 @@
+//! Requests the server makes to itself, as a named system user, through the same handler
+//! (and so the same write pipeline, admission included) as clients' requests: the garbage
+//! collector's deletes, the plugin controller's status updates, the CRDs it installs.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method, Request, header};
+use http_body_util::{BodyExt as _, Full};
+use serde_json::Value;
+
+use crate::{Inner, User};
+
+/// One request; returns the HTTP code and the body as JSON (`Null` when it is not JSON).
+pub(crate) async fn call(
+    inner: &Arc<Inner>,
+    user: User,
+    method: Method,
+    path: &str,
+    content_type: &str,
+    body: Option<&Value>,
+) -> Result<(u16, Value), String> {
+    let bytes = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
+    let req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::CONTENT_TYPE, content_type)
+        .header(header::ACCEPT, "application/json")
+        .body(Full::new(bytes))
+        .map_err(|e| e.to_string())?;
+    let resp = crate::handler::handle(inner, req, Some(user)).await;
+    let code = resp.status().as_u16();
+    let bytes = resp
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    Ok((code, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
+}
+
+/// [`call`], with an answer of 300 or more as an error `"<code> <message>"`.
+pub(crate) async fn call_ok(
+    inner: &Arc<Inner>,
+    user: User,
+    method: Method,
+    path: &str,
+    content_type: &str,
+    body: Option<&Value>,
+) -> Result<Value, String> {
+    let (code, v) = call(inner, user, method, path, content_type, body).await?;
+    if code < 300 {
+        return Ok(v);
+    }
+    Err(format!(
+        "{code} {}",
+        v["message"].as_str().unwrap_or_default()
+    ))
+}

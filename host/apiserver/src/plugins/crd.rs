@@ -1,0 +1,89 @@
+//! The `WasmPlugin` type: a CRD the gateway installs at start through its own API, and
+//! puts back as shipped if its spec was changed.
+
+use std::sync::Arc;
+
+use http::Method;
+use serde_json::Value;
+
+use crate::{Inner, User};
+
+const MANIFEST: &str = include_str!("wasmplugins.crd.yaml");
+const NAME: &str = "wasmplugins.wasmgate.dev";
+const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+/// Where `WasmPlugin` objects are stored.
+pub(crate) const KEY_PREFIX: &str = "wasmgate.dev/wasmplugins/";
+/// Their API path.
+pub(crate) const PATH: &str = "/apis/wasmgate.dev/v1alpha1/wasmplugins";
+
+/// The gateway itself, for the writes it makes on its own.
+pub(crate) fn system_user() -> User {
+    User {
+        name: "system:apiserver".into(),
+        groups: vec!["system:masters".into()],
+    }
+}
+
+fn manifest() -> Result<Value, String> {
+    wasmgate_apimachinery::json::from_yaml(MANIFEST.as_bytes())
+        .map(|d| d.value)
+        .map_err(|e| format!("the WasmPlugin CRD manifest: {e}"))
+}
+
+/// Creates the CRD, or restores its spec; returns when the type is served.
+pub(crate) async fn ensure(inner: &Arc<Inner>) -> Result<(), String> {
+    let want = manifest()?;
+    let path = format!("{CRDS}/{NAME}");
+    let (code, current) = crate::internal::call(
+        inner,
+        system_user(),
+        Method::GET,
+        &path,
+        "application/json",
+        None,
+    )
+    .await?;
+    if code == 404 {
+        crate::internal::call_ok(
+            inner,
+            system_user(),
+            Method::POST,
+            CRDS,
+            "application/json",
+            Some(&want),
+        )
+        .await
+        .map(drop)
+        .map_err(|e| format!("installing the WasmPlugin type: {e}"))
+    } else if current["spec"] != want["spec"] {
+        // The server defaults fields the manifest leaves out: compare what it would store.
+        let mut put = current.clone();
+        put["spec"] = want["spec"].clone();
+        let (code, stored) = crate::internal::call(
+            inner,
+            system_user(),
+            Method::PUT,
+            &format!("{path}?dryRun=All"),
+            "application/json",
+            Some(&put),
+        )
+        .await?;
+        if code < 300 && stored["spec"] == current["spec"] {
+            return Ok(());
+        }
+        crate::internal::call_ok(
+            inner,
+            system_user(),
+            Method::PUT,
+            &path,
+            "application/json",
+            Some(&put),
+        )
+        .await
+        .map(drop)
+        .map_err(|e| format!("restoring the WasmPlugin type: {e}"))
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,340 @@
+//! Admission by Wasm plugins in the write path (ARCHITECTURE.md "The write path"):
+//! mutating plugins in order, then (after the caller validated the mutated object again)
+//! validating plugins. What kube-apiserver does with admission webhooks, with the same
+//! wording: a denial is `admission plugin "NAME" denied the request: MESSAGE` with the
+//! plugin's code (403 when it gives none), reason and causes; a failing plugin
+//! (trap, timeout, out of memory, malformed result) is a 500 `InternalError` under
+//! `failurePolicy: Fail`, and a `Warning` under `Ignore`.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use wasmgate_apimachinery::status::{Status, StatusCause};
+use wasmgate_plugin_runtime::CallError;
+use wasmgate_plugin_runtime::wit::{
+    AdmissionRequest, AdmissionResponse, GroupVersionKind, GroupVersionResource, Mutation,
+    Operation, UserInfo,
+};
+use wasmgate_storage::ReadAt;
+
+use super::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::object::{self, meta, meta_str};
+use crate::plugins::{Binding, FailurePolicy, Op};
+
+/// The plugins one request goes through, and the request they are sent.
+pub(crate) struct Admission {
+    bindings: Vec<Arc<Binding>>,
+    req: AdmissionRequest,
+    max_object_bytes: usize,
+}
+
+impl Ctx {
+    /// The admission of a write (`obj`: the new object, `old`: the stored one for
+    /// updates and deletes); `None` when no plugin is bound to it.
+    pub(crate) async fn admission(
+        &self,
+        op: Op,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> ApiResult<Option<Admission>> {
+        let all = self.inner.plugins.snapshot();
+        if all.is_empty() {
+            return Ok(None);
+        }
+        let labels = obj
+            .or(old)
+            .and_then(|o| meta(o).get("labels"))
+            .and_then(Value::as_object);
+        let sub = self.req.subresource.as_deref();
+        let mut bindings: Vec<Arc<Binding>> = all
+            .iter()
+            .filter(|b| b.hooks.mutate || b.hooks.validate)
+            .filter(|b| b.admits(&self.rt.group, &self.rt.resource, sub, op, labels))
+            .cloned()
+            .collect();
+        if bindings.iter().any(|b| b.namespace_selector.is_some()) {
+            let ns_labels = self.namespace_labels().await?;
+            bindings.retain(|b| {
+                b.namespace_selector
+                    .as_ref()
+                    .is_none_or(|s| !self.rt.namespaced || s.matches(ns_labels.as_ref()))
+            });
+        }
+        if bindings.is_empty() {
+            return Ok(None);
+        }
+        let gvk = GroupVersionKind {
+            group: self.rt.group.clone(),
+            version: self.req.version.clone(),
+            kind: self.rt.kind.clone(),
+        };
+        let gvr = GroupVersionResource {
+            group: self.rt.group.clone(),
+            version: self.req.version.clone(),
+            resource: self.rt.resource.clone(),
+        };
+        let name = obj
+            .or(old)
+            .and_then(|o| meta_str(o, "name"))
+            .unwrap_or(self.name())
+            .to_owned();
+        let req = AdmissionRequest {
+            uid: object::new_uid(),
+            kind: gvk.clone(),
+            resource: gvr.clone(),
+            sub_resource: self.req.subresource.clone(),
+            request_kind: Some(gvk),
+            request_resource: Some(gvr),
+            request_sub_resource: self.req.subresource.clone(),
+            name,
+            namespace: self.namespace().map(str::to_owned),
+            operation: match op {
+                Op::Create => Operation::Create,
+                Op::Update => Operation::Update,
+                Op::Delete => Operation::Delete,
+            },
+            user_info: UserInfo {
+                username: self.user.name.clone(),
+                uid: String::new(),
+                groups: self.user.groups.clone(),
+                extra: Vec::new(),
+            },
+            object: None,
+            old_object: old.map(Value::to_string),
+            dry_run,
+            options: None,
+        };
+        Ok(Some(Admission {
+            bindings,
+            req,
+            max_object_bytes: self.inner.options.max_request_body_bytes,
+        }))
+    }
+
+    /// The labels of the request's namespace (`None`: cluster-scoped, or no labels).
+    async fn namespace_labels(&self) -> ApiResult<Option<serde_json::Map<String, Value>>> {
+        let Some(ns) = self.namespace() else {
+            return Ok(None);
+        };
+        let (_, found) = self
+            .inner
+            .store
+            .get(&format!("core/namespaces//{ns}"), ReadAt::Latest)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        Ok(found
+            .and_then(|f| object::from_stored(&f.value).ok())
+            .and_then(|o| meta(&o).get("labels").and_then(Value::as_object).cloned()))
+    }
+}
+
+impl Admission {
+    /// Runs the mutating plugins in order on `obj`; returns whether any changed it (the
+    /// caller then validates it again).
+    pub(crate) async fn mutate(
+        &mut self,
+        obj: &mut Value,
+        warnings: &mut Vec<String>,
+    ) -> ApiResult<bool> {
+        let mut changed = false;
+        for b in self.bindings.iter().filter(|b| b.hooks.mutate) {
+            self.req.object = Some(obj.to_string());
+            let resp = match b.plugin.mutate(&self.req).await {
+                Ok(r) => r,
+                Err(e) => {
+                    failed(b, &e, warnings)?;
+                    continue;
+                }
+            };
+            let resp = respond(b, resp, warnings)?;
+            let Some(mutation) = resp.mutation else {
+                continue;
+            };
+            let mutated = match apply(obj, mutation, self.max_object_bytes) {
+                Ok(m) => m,
+                Err(e) => {
+                    failed(b, &e, warnings)?;
+                    continue;
+                }
+            };
+            check_identity(b, obj, &mutated)?;
+            if mutated != *obj {
+                *obj = mutated;
+                changed = true;
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Runs the validating plugins (all of them, concurrently) on `obj` (`None`: a
+    /// delete); the first denial in binding order answers.
+    pub(crate) async fn validate(
+        &mut self,
+        obj: Option<&Value>,
+        warnings: &mut Vec<String>,
+    ) -> ApiResult<()> {
+        self.req.object = obj.map(Value::to_string);
+        let validators: Vec<&Arc<Binding>> =
+            self.bindings.iter().filter(|b| b.hooks.validate).collect();
+        let req = &self.req;
+        let results =
+            futures_util::future::join_all(validators.iter().map(|b| b.plugin.validate(req))).await;
+        for (b, r) in validators.into_iter().zip(results) {
+            match r {
+                Ok(resp) => {
+                    respond(b, resp, warnings)?;
+                }
+                Err(e) => failed(b, &e, warnings)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A plugin's answer: its warnings kept, a denial turned into the request's error.
+fn respond(
+    b: &Binding,
+    resp: AdmissionResponse,
+    warnings: &mut Vec<String>,
+) -> ApiResult<AdmissionResponse> {
+    warnings.extend(resp.warnings.iter().cloned());
+    if resp.allowed {
+        return Ok(resp);
+    }
+    let denied = format!("admission plugin {:?} denied the request", b.name);
+    let mut s = match &resp.status {
+        None => Status::failure(403, "Forbidden", format!("{denied} without explanation")),
+        Some(st) => {
+            let code = if (400..600).contains(&st.code) {
+                st.code
+            } else {
+                403
+            };
+            let reason = if st.reason.is_empty() {
+                "Forbidden"
+            } else {
+                &st.reason
+            };
+            let msg = if st.message.is_empty() {
+                denied
+            } else {
+                format!("{denied}: {}", st.message)
+            };
+            let mut s = Status::failure(code, reason, msg);
+            s.details.causes = st
+                .causes
+                .iter()
+                .map(|c| StatusCause {
+                    reason: c.reason.clone(),
+                    message: c.message.clone(),
+                    field: c.field.clone(),
+                })
+                .collect();
+            s
+        }
+    };
+    s.details.name = String::new();
+    Err(s.into())
+}
+
+/// A failed call under the binding's failure policy.
+fn failed(b: &Binding, e: &CallError, warnings: &mut Vec<String>) -> ApiResult<()> {
+    tracing::warn!(plugin = %b.name, cause = e.cause(), "plugin call failed: {e}");
+    match b.failure_policy {
+        FailurePolicy::Fail => {
+            let mut s = Status::failure(
+                500,
+                "InternalError",
+                format!(
+                    "Internal error occurred: failed calling plugin {:?}: {e}",
+                    b.name
+                ),
+            );
+            s.details.causes = vec![StatusCause {
+                reason: e.cause().into(),
+                message: format!("plugin {:?}: {e}", b.name),
+                field: String::new(),
+            }];
+            Err(s.into())
+        }
+        FailurePolicy::Ignore => {
+            warnings.push(format!(
+                "failed calling plugin {:?} (failurePolicy Ignore, request allowed): {e}",
+                b.name
+            ));
+            Ok(())
+        }
+    }
+}
+
+/// The object after a mutation, checked to be a JSON object within the size limit.
+fn apply(obj: &Value, m: Mutation, max_bytes: usize) -> Result<Value, CallError> {
+    let out = match m {
+        Mutation::Object(s) => {
+            if s.len() > max_bytes {
+                return Err(CallError::Malformed(format!(
+                    "the mutated object is {} bytes, more than the {max_bytes} allowed",
+                    s.len()
+                )));
+            }
+            serde_json::from_str::<Value>(&s)
+                .map_err(|e| CallError::Malformed(format!("the mutated object is not JSON: {e}")))?
+        }
+        Mutation::JsonPatch(p) => {
+            let patch: json_patch::Patch = serde_json::from_str(&p)
+                .map_err(|e| CallError::Malformed(format!("the JSON patch is invalid: {e}")))?;
+            let mut doc = obj.clone();
+            json_patch::patch(&mut doc, &patch)
+                .map_err(|e| CallError::Malformed(format!("the JSON patch does not apply: {e}")))?;
+            let size = serde_json::to_vec(&doc).map_or(0, |b| b.len());
+            if size > max_bytes {
+                return Err(CallError::Malformed(format!(
+                    "the patched object is {size} bytes, more than the {max_bytes} allowed"
+                )));
+            }
+            doc
+        }
+    };
+    if !out.is_object() {
+        return Err(CallError::Malformed(
+            "the mutated object is not an object".into(),
+        ));
+    }
+    Ok(out)
+}
+
+/// A mutation may not change what the object is: kind, apiVersion, name, namespace, uid.
+fn check_identity(b: &Binding, before: &Value, after: &Value) -> ApiResult<()> {
+    let fields: [(&str, fn(&Value) -> Option<&str>); 5] = [
+        ("apiVersion", |o| {
+            o.get("apiVersion").and_then(Value::as_str)
+        }),
+        ("kind", |o| o.get("kind").and_then(Value::as_str)),
+        ("metadata.name", |o| meta_str(o, "name")),
+        ("metadata.namespace", |o| meta_str(o, "namespace")),
+        ("metadata.uid", |o| meta_str(o, "uid")),
+    ];
+    for (field, get) in fields {
+        if get(before) != get(after) {
+            let mut s = Status::failure(
+                500,
+                "InternalError",
+                format!(
+                    "Internal error occurred: plugin {:?} changed {field} from {:?} to {:?}; a mutation may not change what the object is",
+                    b.name,
+                    get(before).unwrap_or(""),
+                    get(after).unwrap_or("")
+                ),
+            );
+            s.details.causes = vec![StatusCause {
+                reason: "FieldValueForbidden".into(),
+                message: format!("plugin {:?} may not change {field}", b.name),
+                field: field.into(),
+            }];
+            return Err(s.into());
+        }
+    }
+    Ok(())
+}
