@@ -36,10 +36,31 @@
 //! ```
 //!
 //! Build the component with `cargo build --release --target wasm32-wasip2`; the `.wasm` in
-//! `target/wasm32-wasip2/release/` is what a `WasmPlugin` names.
+//! `target/wasm32-wasip2/release/` is what a `WasmPlugin` names:
 //!
-//! **Status**: the gateway side (loading plugins, binding them to API groups) lands in a
-//! later step of the Wasm plugin issue; this SDK and its contract are usable and tested now.
+//! ```yaml
+//! apiVersion: wasmgate.dev/v1alpha1
+//! kind: WasmPlugin
+//! metadata: {name: no-forbidden}
+//! spec:
+//!   module: {path: /abs/path/no_forbidden.wasm}   # watched: a new build is served at once
+//!   groups: [""]                                   # "" core, "*" every group
+//!   resources: [configmaps]                        # optional; also operations, selectors
+//!   failurePolicy: Fail                            # or Ignore
+//!   timeoutMilliseconds: 100                       # per call; memoryLimitMiB: 64
+//!   config: {any: thing}                           # what `config()` returns
+//! ```
+//!
+//! `kubectl apply -f` it, or drop both files into the gateway's `--plugin-dir` (a relative
+//! module path is taken from the manifest's directory); `kubectl get wasmplugins` shows
+//! whether it is served (`READY`), and why not.
+//!
+//! What the gateway guarantees a plugin: every call runs in a fresh instance, within the
+//! binding's time and memory limits, with no files, network, environment, clock (it reads
+//! the Unix epoch) or randomness (a fixed stream): the same request always gets the same
+//! answer. A panic, a timeout or running out of memory fails the request under the
+//! binding's `failurePolicy`, never the gateway. Denials are 403 unless
+//! [`Response::with_code`] says otherwise; their causes are appended to the message.
 
 mod request;
 mod response;

@@ -126,22 +126,33 @@ impl Response {
         }
     }
 
-    /// Adds a field-level cause to a denial (a denial with causes is `422 Invalid`).
+    /// Adds a field-level cause to a denial. The gateway sends the causes in
+    /// `Status.details.causes` and appends them to the message, so that kubectl prints
+    /// them with it. (A `422 Invalid` denial, [`Response::with_code`], shows only the
+    /// causes in kubectl, as kube's validation errors do.)
     pub fn with_cause(mut self, cause: Cause) -> Response {
         if let Some(d) = self.denial.as_mut() {
-            if d.causes.is_empty() && d.code == 403 {
-                d.code = 422;
-                d.reason = "Invalid".into();
-            }
             d.causes.push(cause);
         }
         self
     }
 
-    /// Sets the HTTP code of a denial.
+    /// Sets the HTTP code of a denial, and its reason when the code has a standard one
+    /// (400 BadRequest, 403 Forbidden, 404 NotFound, 409 Conflict, 422 Invalid).
     pub fn with_code(mut self, code: u16) -> Response {
         if let Some(d) = self.denial.as_mut() {
             d.code = code;
+            let reason = match code {
+                400 => Some("BadRequest"),
+                403 => Some("Forbidden"),
+                404 => Some("NotFound"),
+                409 => Some("Conflict"),
+                422 => Some("Invalid"),
+                _ => None,
+            };
+            if let Some(r) = reason {
+                d.reason = r.into();
+            }
         }
         self
     }

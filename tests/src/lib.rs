@@ -64,6 +64,7 @@ pub struct GatewayBuilder {
     storage: Storage,
     data_dir: Option<PathBuf>,
     config: Option<String>,
+    plugin_dir: Option<PathBuf>,
 }
 
 impl GatewayBuilder {
@@ -82,6 +83,12 @@ impl GatewayBuilder {
     /// A configuration file (YAML, as `wasmgate config` prints) passed with `--config`.
     pub fn config(mut self, yaml: &str) -> Self {
         self.config = Some(yaml.to_owned());
+        self
+    }
+
+    /// A plugin directory (`--plugin-dir`); by default gateways under test run none.
+    pub fn plugin_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.plugin_dir = Some(dir.into());
         self
     }
 
@@ -168,6 +175,10 @@ impl GatewayBuilder {
                 .map_err(SpawnError::Other)?;
             cmd.arg("--config").arg(path);
         }
+        match &self.plugin_dir {
+            Some(d) => cmd.arg("--plugin-dir").arg(d),
+            None => cmd.args(["--plugin-dir", "none"]),
+        };
         let mut child = cmd
             .arg("--data-dir")
             .arg(data_dir)
@@ -318,6 +329,7 @@ impl Gateway {
             storage: Storage::Memory,
             config: None,
             data_dir: None,
+            plugin_dir: None,
         }
     }
 
@@ -917,6 +929,31 @@ pub fn table(stdout: &str) -> Vec<Vec<String>> {
 /// `examples/` of the workspace.
 pub fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+/// `examples/crds/widgets.yaml` with conversion strategy `None` instead of the widgets
+/// plugin's, for tests of the CRD machinery on a gateway without plugins: a file next to
+/// `dir`'s other files.
+pub fn widgets_crd_without_plugin(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(examples_dir().join("crds/widgets.yaml"))
+        .expect("examples/crds/widgets.yaml");
+    let mut out = String::new();
+    let mut skipping = false;
+    for line in text.lines() {
+        if line == "  conversion:" {
+            skipping = true;
+            continue;
+        }
+        if skipping && line.starts_with("    ") {
+            continue;
+        }
+        skipping = false;
+        out.push_str(line);
+        out.push('\n');
+    }
+    let path = dir.join("widgets-strategy-none.yaml");
+    std::fs::write(&path, out).expect("write the CRD");
+    path
 }
 
 #[cfg(test)]

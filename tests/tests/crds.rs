@@ -1,11 +1,21 @@
 //! CustomResourceDefinitions with kubectl 1.32 against the real binary (issue 3's quick
 //! start, line by line). Item ids refer to /work/shared/SEED-CHECKLIST.md sections 22–25.
 
-use wasmgate_e2e::{Gateway, Storage, assert_contains, examples_dir, gateway_builder};
+use wasmgate_e2e::{
+    Gateway, Storage, assert_contains, examples_dir, gateway_builder, widgets_crd_without_plugin,
+};
 
 /// `examples/<sub>`, as a kubectl argument.
 fn examples(sub: &str) -> String {
     examples_dir().join(sub).to_string_lossy().into_owned()
+}
+
+/// The example CRD with conversion strategy `None`: these gateways run no plugins (the
+/// widgets plugin's conversion and printer are tested in `plugins.rs`).
+fn widgets_crd(gw: &Gateway) -> String {
+    widgets_crd_without_plugin(gw.data_dir())
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn start() -> Gateway {
@@ -17,7 +27,7 @@ fn start() -> Gateway {
 fn crd_quick_start() {
     let gw = start();
     // CRD-01/02: created and established; listed; its resource discovered (DISC-02/03).
-    let out = gw.kubectl_ok(&["apply", "-f", &examples("crds/widgets.yaml")]);
+    let out = gw.kubectl_ok(&["apply", "-f", &widgets_crd(&gw)]);
     assert_eq!(
         out,
         "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created\n"
@@ -169,7 +179,7 @@ fn crd_quick_start() {
             "Unable to list \"example.com/v1, Resource=widgets\": the server could not find the requested resource",
         ],
     );
-    gw.kubectl_ok(&["apply", "-f", &examples("crds/widgets.yaml")]);
+    gw.kubectl_ok(&["apply", "-f", &widgets_crd(&gw)]);
     let empty = gw.kubectl(&["get", "widgets"]);
     assert_contains(
         &String::from_utf8_lossy(&empty.stderr),
@@ -186,7 +196,7 @@ fn crds_survive_restart() {
         .storage(Storage::Embedded)
         .data_dir(dir.path())
         .start();
-    gw.kubectl_ok(&["apply", "-f", &examples("crds/widgets.yaml")]);
+    gw.kubectl_ok(&["apply", "-f", &widgets_crd(&gw)]);
     gw.kubectl_ok(&["apply", "-f", &examples("widgets/w1.yaml")]);
     gw.stop().unwrap();
     drop(gw);

@@ -28,7 +28,14 @@ impl Admission for Widgets {
         let Some(mut obj) = req.object.clone() else {
             return Response::allow();
         };
-        let Some(color) = obj["spec"]["color"].as_str().map(str::to_owned) else {
+        // Admission sees the object at the version the client wrote: v1 or v1alpha1.
+        let spec = &obj["spec"];
+        let Some(color) = spec
+            .get("color")
+            .or_else(|| spec.get("colour"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
             return Response::allow();
         };
         if obj["metadata"]["labels"][COLOR_LABEL].as_str() == Some(color.as_str()) {
@@ -42,8 +49,13 @@ impl Admission for Widgets {
         let Some(obj) = &req.object else {
             return Response::allow();
         };
-        let size = obj["spec"]["size"].as_i64().unwrap_or(0);
-        let replicas = obj["spec"]["replicas"].as_i64().unwrap_or(0);
+        let spec = &obj["spec"];
+        let size = spec
+            .get("size")
+            .or_else(|| spec.pointer("/dimensions/size"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let replicas = spec["replicas"].as_i64().unwrap_or(0);
         if size >= 8 && replicas > 5 {
             return Response::deny(format!(
                 "a widget of size {size} runs at most 5 replicas, not {replicas}"

@@ -43,7 +43,7 @@ mod tests {
         let resp = Hello::validate(&testing::create(cm(json!({"hello": "forbidden"}))));
         assert!(!resp.allowed);
         let denial = resp.denial.as_ref().unwrap();
-        assert_eq!((denial.code, denial.reason.as_str()), (422, "Invalid"));
+        assert_eq!((denial.code, denial.reason.as_str()), (403, "Forbidden"));
         assert_eq!(resp.causes()[0].field, "metadata.labels.hello");
         assert!(Hello::validate(&testing::create(cm(json!({"hello": "world"})))).allowed);
     }

@@ -29,6 +29,13 @@ pub(crate) struct Admission {
     max_object_bytes: usize,
 }
 
+/// `Status.details` of a denial: the object, as kubectl names it in its message.
+fn denial_details(req: &AdmissionRequest, s: &mut Status) {
+    s.details.name = req.name.clone();
+    s.details.group = req.kind.group.clone();
+    s.details.kind = req.kind.kind.clone();
+}
+
 impl Ctx {
     /// The admission of a write (`obj`: the new object, `old`: the stored one for
     /// updates and deletes); `None` when no plugin is bound to it.
@@ -148,7 +155,10 @@ impl Admission {
                     continue;
                 }
             };
-            let resp = respond(b, resp, warnings)?;
+            let resp = respond(b, resp, warnings).map_err(|mut e| {
+                denial_details(&self.req, &mut e.status);
+                e
+            })?;
             let Some(mutation) = resp.mutation else {
                 continue;
             };
@@ -184,7 +194,10 @@ impl Admission {
         for (b, r) in validators.into_iter().zip(results) {
             match r {
                 Ok(resp) => {
-                    respond(b, resp, warnings)?;
+                    respond(b, resp, warnings).map_err(|mut e| {
+                        denial_details(&self.req, &mut e.status);
+                        e
+                    })?;
                 }
                 Err(e) => failed(b, &e, warnings)?,
             }
@@ -204,7 +217,7 @@ fn respond(
         return Ok(resp);
     }
     let denied = format!("admission plugin {:?} denied the request", b.name);
-    let mut s = match &resp.status {
+    let s = match &resp.status {
         None => Status::failure(403, "Forbidden", format!("{denied} without explanation")),
         Some(st) => {
             let code = if (400..600).contains(&st.code) {
@@ -217,11 +230,27 @@ fn respond(
             } else {
                 &st.reason
             };
-            let msg = if st.message.is_empty() {
+            let mut msg = if st.message.is_empty() {
                 denied
             } else {
                 format!("{denied}: {}", st.message)
             };
+            // As kube's field errors read in a message: `field: message`, several in
+            // brackets. kubectl prints the message of every reason but Invalid (for which
+            // it prints the causes).
+            let causes: Vec<String> = st
+                .causes
+                .iter()
+                .map(|c| match c.field.as_str() {
+                    "" => c.message.clone(),
+                    f => format!("{f}: {}", c.message),
+                })
+                .collect();
+            match causes.len() {
+                0 => {}
+                1 => msg = format!("{msg}: {}", causes[0]),
+                _ => msg = format!("{msg}: [{}]", causes.join(", ")),
+            }
             let mut s = Status::failure(code, reason, msg);
             s.details.causes = st
                 .causes
@@ -235,7 +264,6 @@ fn respond(
             s
         }
     };
-    s.details.name = String::new();
     Err(s.into())
 }
 

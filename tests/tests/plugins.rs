@@ -1,0 +1,625 @@
+//! Wasm plugins end to end (issue 8): the real binary with a plugin directory, kubectl as
+//! the client, the components `plugins/build.sh` just built (`plugins/dist/`).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wasmgate_e2e::{Gateway, assert_contains, examples_dir, gateway_builder, poll, table};
+
+/// A component built by `plugins/build.sh`.
+fn dist(name: &str) -> PathBuf {
+    let p = examples_dir()
+        .join("../plugins/dist")
+        .join(format!("{name}.wasm"));
+    assert!(
+        p.is_file(),
+        "{} is missing: build the plugins first (bash plugins/build.sh)",
+        p.display()
+    );
+    p
+}
+
+/// A plugin directory: `WasmPlugin` manifests and copies of their modules.
+struct PluginDir {
+    dir: tempfile::TempDir,
+}
+
+impl PluginDir {
+    fn new() -> PluginDir {
+        PluginDir {
+            dir: tempfile::Builder::new()
+                .prefix("wasmgate-plugins-")
+                .tempdir()
+                .unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The module file of plugin `name`.
+    fn module(&self, name: &str) -> PathBuf {
+        self.path().join(format!("{name}.wasm"))
+    }
+
+    /// Binds `component` (a name in `plugins/dist`) as `name` with `spec` (the module
+    /// path is filled in); returns the module's path.
+    fn bind(&self, name: &str, component: &str, spec: Value) -> PathBuf {
+        let module = self.module(name);
+        std::fs::copy(dist(component), &module).unwrap();
+        self.manifest(name, &module, spec);
+        module
+    }
+
+    fn manifest(&self, name: &str, module: &Path, mut spec: Value) {
+        spec["module"] = json!({"path": module});
+        let obj = json!({
+            "apiVersion": "wasmgate.dev/v1alpha1",
+            "kind": "WasmPlugin",
+            "metadata": {"name": name},
+            "spec": spec,
+        });
+        std::fs::write(self.path().join(format!("{name}.yaml")), obj.to_string()).unwrap();
+    }
+}
+
+fn start(plugins: &PluginDir) -> Gateway {
+    gateway_builder!().plugin_dir(plugins.path()).start()
+}
+
+/// The `Ready` condition of a WasmPlugin: `status/reason`.
+fn ready(gw: &Gateway, name: &str) -> String {
+    let out = gw.kubectl(&[
+        "get",
+        "wasmplugin",
+        name,
+        "-o",
+        r#"jsonpath={.status.conditions[?(@.type=="Ready")].status}/{.status.conditions[?(@.type=="Ready")].reason}"#,
+    ]);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn wait_ready(gw: &Gateway, name: &str, want: &str) {
+    poll(
+        &format!("WasmPlugin {name} {want}"),
+        Duration::from_secs(30),
+        || (ready(gw, name) == want).then_some(()),
+    );
+}
+
+fn examples(sub: &str) -> String {
+    examples_dir().join(sub).to_string_lossy().into_owned()
+}
+
+/// Conversion between v1alpha1 and v1 by the widgets plugin on reads, lists, watches and
+/// writes; its defaulting label, its cross-field denial and its table columns.
+#[test]
+fn widgets_plugin_converts_mutates_validates_and_prints() {
+    let plugins = PluginDir::new();
+    plugins.bind(
+        "widgets",
+        "widgets",
+        json!({"groups": ["example.com"], "resources": ["widgets"]}),
+    );
+    let gw = start(&plugins);
+    wait_ready(&gw, "widgets", "True/Loaded");
+    let listed = gw.kubectl_ok(&["get", "wasmplugins"]);
+    let rows = table(&listed);
+    assert_eq!(
+        rows[0],
+        ["NAME", "READY", "GROUPS", "HOOKS", "DIGEST", "AGE"]
+    );
+    assert_eq!(rows[1][1], "True");
+    assert_eq!(rows[1][3], "mutate,validate,convert,print");
+    assert_eq!(rows[1][4].len(), 64);
+
+    gw.kubectl_ok(&["apply", "-f", &examples("crds/widgets.yaml")]);
+    gw.kubectl_ok(&["apply", "-f", &examples("widgets/w1.yaml")]);
+    let alpha = gw.write_file(
+        "a1.yaml",
+        "apiVersion: example.com/v1alpha1\nkind: Widget\nmetadata:\n  name: a1\nspec:\n  colour: green\n  replicas: 3\n  dimensions:\n    size: 4\n",
+    );
+    gw.kubectl_ok(&["apply", "-f", &alpha.to_string_lossy()]);
+
+    // Read back in either version (conversion on read, CONV-01 with a plugin).
+    let a1 = gw.kubectl_ok(&[
+        "get",
+        "widgets.v1.example.com",
+        "a1",
+        "-o",
+        "jsonpath={.apiVersion} {.spec.color} {.spec.size} {.spec.replicas}",
+    ]);
+    assert_eq!(a1, "example.com/v1 green 4 3");
+    let w1 = gw.kubectl_ok(&[
+        "get",
+        "widgets.v1alpha1.example.com",
+        "w1",
+        "-o",
+        "jsonpath={.apiVersion} {.spec.colour} {.spec.dimensions.size} {.spec.color}",
+    ]);
+    assert_eq!(w1, "example.com/v1alpha1 blue 5 ");
+    // A list at v1alpha1 converts every item.
+    let list: Value = serde_json::from_str(&gw.kubectl_ok(&[
+        "get",
+        "widgets.v1alpha1.example.com",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    let colours: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["spec"]["colour"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(colours, ["green", "blue"]);
+    // Round trip: what v1alpha1 shows, written back at v1alpha1, changes nothing.
+    let before = gw.kubectl_ok(&["get", "widget", "w1", "-o", "jsonpath={.spec}"]);
+    let shown = gw.kubectl_ok(&["get", "widgets.v1alpha1.example.com", "w1", "-o", "json"]);
+    let round = gw.write_file("w1-alpha.json", &shown);
+    let replaced = gw.kubectl_ok(&["replace", "-f", &round.to_string_lossy()]);
+    assert_contains(&replaced, &["widget.example.com/w1 replaced"]);
+    assert_eq!(
+        gw.kubectl_ok(&["get", "widget", "w1", "-o", "jsonpath={.spec}"]),
+        before
+    );
+
+    // A watch at v1alpha1 converts each event.
+    let mut watch = gw.kubectl_background(&[
+        "get",
+        "widgets.v1alpha1.example.com",
+        "--watch-only",
+        "-o",
+        "jsonpath={.metadata.name}={.spec.colour}{\"\\n\"}",
+    ]);
+    std::thread::sleep(Duration::from_millis(500));
+    gw.kubectl_ok(&["apply", "-f", &examples("widgets/w2.yaml")]);
+    watch.wait_for_lines("w2 at v1alpha1", Duration::from_secs(20), |l| {
+        l.iter().any(|x| x == "w2=red")
+    });
+    watch.kill();
+
+    // The mutating hook's default, in either version.
+    let labels = gw.kubectl_ok(&[
+        "get",
+        "widgets",
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.labels.example\\.com/color} {end}",
+    ]);
+    assert_eq!(labels, "green blue red ");
+    assert_contains(
+        &gw.kubectl_ok(&["get", "widget", "w1", "-o", "yaml"]),
+        &["example.com/color: blue"],
+    );
+
+    // The printer's columns, with the computed capacity.
+    let t = table(&gw.kubectl_ok(&["get", "widgets"]));
+    assert_eq!(
+        t[0],
+        ["NAME", "COLOR", "REPLICAS", "SIZE", "CAPACITY", "AGE"]
+    );
+    let w1row = t.iter().find(|r| r[0] == "w1").unwrap();
+    assert_eq!(&w1row[1..5], ["blue", "2", "5", "10"]);
+    let a1row = t.iter().find(|r| r[0] == "a1").unwrap();
+    assert_eq!(&a1row[1..5], ["green", "3", "4", "12"]);
+
+    // A denial: kubectl prints the plugin's message and its causes.
+    let big = gw.write_file(
+        "big.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: big\nspec:\n  color: red\n  size: 9\n  replicas: 6\n",
+    );
+    for verb in ["apply", "create"] {
+        let err = gw.kubectl_err(&[verb, "-f", &big.to_string_lossy()]);
+        assert_contains(
+            &err,
+            &[
+                "Error from server (Forbidden)",
+                "admission plugin \"widgets\" denied the request: a widget of size 9 runs at most 5 replicas, not 6: spec.replicas: must be at most 5 when spec.size is 8 or more",
+            ],
+        );
+    }
+    // The causes are in the Status too.
+    let denied = gw.request(
+        "POST",
+        "/apis/example.com/v1/namespaces/default/widgets",
+        "application/yaml",
+        Some(&std::fs::read_to_string(&big).unwrap()),
+    );
+    let status = denied.expect_status(403);
+    assert_eq!(status["reason"], "Forbidden");
+    assert_eq!(status["details"]["causes"][0]["field"], "spec.replicas");
+    assert_eq!(status["details"]["name"], "big");
+    gw.kubectl_err(&["get", "widget", "big"]);
+    // Dry runs go through admission too.
+    let err = gw.kubectl_err(&["apply", "--dry-run=server", "-f", &big.to_string_lossy()]);
+    assert_contains(&err, &["denied the request"]);
+}
+
+/// The core-group policy: ConfigMaps in namespaces labelled policy=strict need an owner.
+#[test]
+fn core_policy_binds_by_namespace_labels() {
+    let plugins = PluginDir::new();
+    plugins.bind(
+        "core-policy",
+        "core_policy",
+        json!({"groups": [""], "resources": ["configmaps"], "operations": ["CREATE", "UPDATE"],
+               "namespaceSelector": {"matchLabels": {"policy": "strict"}}}),
+    );
+    let gw = start(&plugins);
+    wait_ready(&gw, "core-policy", "True/Loaded");
+    gw.kubectl_ok(&["create", "namespace", "strict"]);
+    gw.kubectl_ok(&["label", "namespace", "strict", "policy=strict"]);
+    let err = gw.kubectl_err(&["-n", "strict", "create", "configmap", "c"]);
+    assert_contains(
+        &err,
+        &[
+            "admission plugin \"core-policy\" denied the request: ConfigMap \"c\" needs an owner label in this namespace",
+        ],
+    );
+    let owned = gw.write_file(
+        "owned.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: strict\n  labels:\n    owner: me\n",
+    );
+    gw.kubectl_ok(&["apply", "-f", &owned.to_string_lossy()]);
+    // Other namespaces and other resources are not bound.
+    gw.kubectl_ok(&["create", "configmap", "free"]);
+    gw.kubectl_ok(&["-n", "strict", "create", "secret", "generic", "s"]);
+    // Deletes are not in the binding's operations.
+    gw.kubectl_ok(&["-n", "strict", "delete", "configmap", "c"]);
+}
+
+/// Each hostile fixture fails its own requests only, within its timeout, and the
+/// gateway's memory stays bounded; bad modules and bad specs are refused with a reason.
+#[test]
+fn hostile_plugins_fail_only_their_own_requests() {
+    let plugins = PluginDir::new();
+    let modes = [
+        "loop",
+        "memory",
+        "trap",
+        "invalid-json",
+        "giant",
+        "read-file",
+        "socket",
+        "rename",
+    ];
+    for mode in modes {
+        let memory = if mode == "giant" { 128 } else { 16 };
+        plugins.bind(
+            &format!("hostile-{mode}"),
+            "hostile",
+            json!({"groups": [""], "resources": ["configmaps"],
+                   "objectSelector": {"matchLabels": {"hostile": mode}},
+                   "timeoutMilliseconds": 100, "memoryLimitMiB": memory,
+                   "config": {"mode": mode}}),
+        );
+    }
+    plugins.bind(
+        "hostile-ignored",
+        "hostile",
+        json!({"groups": [""], "resources": ["configmaps"], "failurePolicy": "Ignore",
+               "objectSelector": {"matchLabels": {"hostile": "ignored"}},
+               "config": {"mode": "trap"}}),
+    );
+    plugins.bind(
+        "hostile-invalid-object",
+        "hostile",
+        json!({"groups": ["example.com"], "objectSelector": {"matchLabels": {"hostile": "invalid-object"}},
+               "config": {"mode": "invalid-object"}}),
+    );
+    // Modules that cannot serve.
+    plugins.bind("wrong-wit", "wrong_wit", json!({"groups": ["x"]}));
+    plugins.bind(
+        "self-test",
+        "hostile",
+        json!({"groups": ["x"], "config": {"mode": "info-trap"}}),
+    );
+    plugins.bind(
+        "no-convert",
+        "core_policy",
+        json!({"groups": ["x"], "hooks": ["convert"]}),
+    );
+    let junk = plugins.module("junk");
+    std::fs::write(&junk, b"this is not WebAssembly").unwrap();
+    plugins.manifest("junk", &junk, json!({"groups": ["x"]}));
+    plugins.manifest(
+        "missing",
+        &plugins.path().join("nowhere.wasm"),
+        json!({"groups": ["x"]}),
+    );
+    let gw = start(&plugins);
+    for mode in modes {
+        wait_ready(&gw, &format!("hostile-{mode}"), "True/Loaded");
+    }
+    wait_ready(&gw, "wrong-wit", "False/WrongContract");
+    wait_ready(&gw, "self-test", "False/SelfTestFailed");
+    wait_ready(&gw, "no-convert", "False/HookNotImplemented");
+    wait_ready(&gw, "junk", "False/InvalidModule");
+    wait_ready(&gw, "missing", "False/ModuleNotFound");
+    let msg = gw.kubectl_ok(&[
+        "get",
+        "wasmplugin",
+        "wrong-wit",
+        "-o",
+        "jsonpath={.status.conditions[0].message}",
+    ]);
+    assert_contains(&msg, &["does not implement wasmgate:plugin@0.1.0"]);
+
+    let client = gw.client();
+    let create = |name: &str, mode: Option<&str>| {
+        let labels = mode.map_or(json!({}), |m| json!({"hostile": m}));
+        let body = json!({"metadata": {"name": name, "labels": labels}, "data": {"k": "v"}});
+        let started = Instant::now();
+        let r = client.request(
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            "application/json",
+            Some(&body.to_string()),
+        );
+        (r, started.elapsed())
+    };
+    let rss_before = gw.memory_kib("VmRSS").unwrap();
+    let expect: [(&str, u16, &str); 8] = [
+        (
+            "loop",
+            500,
+            "failed calling plugin \"hostile-loop\": timed out after 100ms",
+        ),
+        (
+            "memory",
+            500,
+            "failed calling plugin \"hostile-memory\": ran out of memory",
+        ),
+        ("trap", 500, "hostile plugin panics on purpose"),
+        ("invalid-json", 500, "the mutated object is not JSON"),
+        ("giant", 500, "more than the 3145728 allowed"),
+        ("read-file", 403, "read-file: refused"),
+        ("socket", 403, "socket: refused"),
+        (
+            "rename",
+            500,
+            "plugin \"hostile-rename\" changed metadata.name",
+        ),
+    ];
+    for round in 0..3 {
+        for (mode, code, text) in expect {
+            let (r, took) = create(&format!("{mode}-{round}"), Some(mode));
+            assert_eq!(r.status, code, "{mode}: {}", r.body);
+            assert_contains(r.json()["message"].as_str().unwrap_or(""), &[text]);
+            assert!(took < Duration::from_secs(5), "{mode} took {took:?}");
+            // Requests the plugin is not bound to go on as if it were not there.
+            let (ok, _) = create(&format!("plain-{mode}-{round}"), None);
+            assert_eq!(ok.status, 201, "{}", ok.body);
+        }
+    }
+    let rss_after = gw.memory_kib("VmRSS").unwrap();
+    assert!(
+        rss_after < rss_before + 200 * 1024,
+        "RSS grew from {rss_before} KiB to {rss_after} KiB"
+    );
+    // Nothing was stored by a failed request.
+    let names = gw.kubectl_ok(&["get", "configmaps", "-o", "name"]);
+    for (mode, _, _) in expect {
+        assert!(
+            !names.lines().any(|n| n == format!("configmap/{mode}-0")),
+            "{names}"
+        );
+    }
+    // failurePolicy Ignore: the request goes on, with a warning.
+    let out = gw.kubectl(&["create", "-f", &gw.write_file("ign.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ign\n  labels:\n    hostile: ignored\n").to_string_lossy()]);
+    assert!(out.status.success(), "{out:?}");
+    assert_contains(
+        &String::from_utf8_lossy(&out.stderr),
+        &[
+            "Warning: failed calling plugin \"hostile-ignored\" (failurePolicy Ignore, request allowed): trapped",
+        ],
+    );
+    // A mutation the schema refuses is a 422 (mutations are validated too).
+    gw.kubectl_ok(&[
+        "apply",
+        "-f",
+        &wasmgate_e2e::widgets_crd_without_plugin(gw.data_dir()).to_string_lossy(),
+    ]);
+    let bad = gw.write_file(
+        "bad-widget.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: bad\n  labels:\n    hostile: invalid-object\nspec:\n  color: red\n",
+    );
+    let err = gw.kubectl_err(&["create", "-f", &bad.to_string_lossy()]);
+    assert_contains(&err, &["The Widget \"bad\" is invalid", "spec.replicas"]);
+
+    // Bad specs are refused by the schema: an unknown hook, a negative timeout.
+    for (field, value) in [
+        ("hooks", json!(["bogus"])),
+        ("timeoutMilliseconds", json!(-5)),
+    ] {
+        let mut spec = json!({"groups": ["x"], "module": {"path": "/nowhere.wasm"}});
+        spec[field] = value;
+        let obj = json!({"apiVersion": "wasmgate.dev/v1alpha1", "kind": "WasmPlugin",
+                         "metadata": {"name": format!("bad-{}", field.to_lowercase())}, "spec": spec});
+        let file = gw.write_file("bad-plugin.json", &obj.to_string());
+        let err = gw.kubectl_err(&["apply", "-f", &file.to_string_lossy()]);
+        assert_contains(&err, &["is invalid", &format!("spec.{field}")]);
+    }
+}
+
+/// Appends a custom section to a component: same behaviour, another digest (so every
+/// replacement below is really compiled and loaded).
+fn with_custom_section(bytes: &[u8], n: usize) -> Vec<u8> {
+    fn leb(mut v: usize, out: &mut Vec<u8>) {
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                return;
+            }
+            out.push(b | 0x80);
+        }
+    }
+    let name = b"wasmgate-test-build";
+    let payload = n.to_string();
+    let mut content = Vec::new();
+    leb(name.len(), &mut content);
+    content.extend_from_slice(name);
+    content.extend_from_slice(payload.as_bytes());
+    let mut out = bytes.to_vec();
+    out.push(0);
+    leb(content.len(), &mut out);
+    out.extend_from_slice(&content);
+    out
+}
+
+/// Writes a file as a deploy would: a temporary file renamed over the old one.
+fn replace_file(path: &Path, bytes: &[u8]) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// Hot reload under load: 20 replacements (10 by file, 10 through the API), no failed
+/// request, each new behaviour seen within a second; a bad module is rejected and the old
+/// one keeps serving; a roll-back to an earlier module is served at once.
+#[test]
+fn plugins_are_replaced_under_load_without_failed_requests() {
+    let plugins = PluginDir::new();
+    // `swap` alternates between the tutorial (annotates objects labelled hello) and the
+    // core policy (wants an owner label): the load's objects satisfy both, and whether
+    // they come back annotated tells which one served.
+    let module = plugins.bind(
+        "swap",
+        "hello_admission",
+        json!({"groups": [""], "resources": ["configmaps"], "operations": ["CREATE"]}),
+    );
+    let gw = start(&plugins);
+    wait_ready(&gw, "swap", "True/Loaded");
+    let hello = std::fs::read(dist("hello_admission")).unwrap();
+    let policy = std::fs::read(dist("core_policy")).unwrap();
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let client = gw.client();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let (mut ok, mut failed) = (0u32, Vec::new());
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                i += 1;
+                let body = json!({"metadata": {"name": format!("load-{i}"), "labels": {"hello": "world", "owner": "me"}}});
+                let r = client.request(
+                    "POST",
+                    "/api/v1/namespaces/default/configmaps",
+                    "application/json",
+                    Some(&body.to_string()),
+                );
+                if r.status == 201 {
+                    ok += 1;
+                } else {
+                    failed.push(format!("{}: {}", r.status, r.body));
+                }
+            }
+            (ok, failed)
+        })
+    };
+    let client = gw.client();
+    let mut probe_n = 0;
+    // Whether a new object is annotated by the tutorial plugin.
+    let mut greeted = || {
+        probe_n += 1;
+        let body = json!({"metadata": {"name": format!("probe-{probe_n}"), "labels": {"hello": "world", "owner": "me"}}});
+        let r = client.request(
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            "application/json",
+            Some(&body.to_string()),
+        );
+        assert_eq!(r.status, 201, "{}", r.body);
+        r.json()["metadata"]["annotations"]["hello.wasmgate.dev/greeting"].is_string()
+    };
+    assert!(greeted());
+    let mut slowest = Duration::ZERO;
+    let mut wait_for = |want_greeting: bool, greeted: &mut dyn FnMut() -> bool| {
+        let started = Instant::now();
+        while greeted() != want_greeting {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the new module was not served after 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        slowest = slowest.max(started.elapsed());
+    };
+    let mut digests = Vec::new();
+    for n in 0..20 {
+        // Odd steps: the policy (no greeting); even: the tutorial.
+        let to_policy = n % 2 == 0;
+        let bytes = with_custom_section(if to_policy { &policy } else { &hello }, n);
+        if n < 10 {
+            replace_file(&module, &bytes);
+        } else {
+            // Through the API: a new module path in the spec.
+            let path = plugins.path().join(format!("swap-{n}.wasm"));
+            std::fs::write(&path, &bytes).unwrap();
+            let patch = json!({"spec": {"module": {"path": path}}}).to_string();
+            gw.kubectl_ok(&["patch", "wasmplugin", "swap", "--type=merge", "-p", &patch]);
+        }
+        wait_for(!to_policy, &mut greeted);
+        digests.push(gw.kubectl_ok(&[
+            "get",
+            "wasmplugin",
+            "swap",
+            "-o",
+            "jsonpath={.status.digest}",
+        ]));
+    }
+    // A bad module is refused with a reason; the last good one keeps serving.
+    let last_path = gw.kubectl_ok(&[
+        "get",
+        "wasmplugin",
+        "swap",
+        "-o",
+        "jsonpath={.spec.module.path}",
+    ]);
+    replace_file(Path::new(&last_path), b"\0asm\x0d\0\x01\0garbage");
+    wait_ready(&gw, "swap", "False/InvalidModule");
+    assert!(greeted(), "the previous module no longer serves");
+    let msg = gw.kubectl_ok(&[
+        "get",
+        "wasmplugin",
+        "swap",
+        "-o",
+        "jsonpath={.status.conditions[0].message}",
+    ]);
+    assert_contains(&msg, &["the previous module keeps serving"]);
+    // Roll back to an earlier module (the policy of step 18): served at once.
+    let earlier = plugins.path().join("swap-18.wasm");
+    let patch = json!({"spec": {"module": {"path": earlier}}}).to_string();
+    gw.kubectl_ok(&["patch", "wasmplugin", "swap", "--type=merge", "-p", &patch]);
+    wait_for(false, &mut greeted);
+    wait_ready(&gw, "swap", "True/Loaded");
+    let prev = gw.kubectl_ok(&[
+        "get",
+        "wasmplugin",
+        "swap",
+        "-o",
+        "jsonpath={.status.previousDigests}",
+    ]);
+    assert_contains(&prev, &[&digests[19]]);
+
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (ok, failed) = load.join().unwrap();
+    assert!(
+        failed.is_empty(),
+        "{} failed requests: {:?}",
+        failed.len(),
+        &failed[..failed.len().min(5)]
+    );
+    assert!(ok > 20, "only {ok} requests in the load");
+    assert!(
+        slowest < Duration::from_secs(1),
+        "a replacement took {slowest:?} to be served"
+    );
+    let unique: std::collections::HashSet<_> = digests.iter().collect();
+    assert_eq!(unique.len(), 20);
+}
