@@ -286,13 +286,18 @@ fn hostile_plugins_fail_only_their_own_requests() {
         "rename",
     ];
     for mode in modes {
-        let memory = if mode == "giant" { 128 } else { 16 };
+        // The giant output needs room and time to be built; the others get the minimum.
+        let (memory, timeout) = if mode == "giant" {
+            (128, 5000)
+        } else {
+            (16, 100)
+        };
         plugins.bind(
             &format!("hostile-{mode}"),
             "hostile",
             json!({"groups": [""], "resources": ["configmaps"],
                    "objectSelector": {"matchLabels": {"hostile": mode}},
-                   "timeoutMilliseconds": 100, "memoryLimitMiB": memory,
+                   "timeoutMilliseconds": timeout, "memoryLimitMiB": memory,
                    "config": {"mode": mode}}),
         );
     }
@@ -407,6 +412,20 @@ fn hostile_plugins_fail_only_their_own_requests() {
             "{names}"
         );
     }
+    // Per-plugin metrics on /metrics (Prometheus text format).
+    let metrics = gw.get("/metrics");
+    assert_eq!(metrics.status, 200);
+    assert_contains(
+        &metrics.body,
+        &[
+            "wasmgate_plugin_errors_total{plugin=\"hostile-loop\",hook=\"mutate\",cause=\"timeout\"} 3",
+            "wasmgate_plugin_errors_total{plugin=\"hostile-memory\",hook=\"mutate\",cause=\"out_of_memory\"} 3",
+            "wasmgate_plugin_errors_total{plugin=\"hostile-trap\",hook=\"mutate\",cause=\"trap\"} 3",
+            "wasmgate_plugin_denials_total{plugin=\"hostile-read-file\"} 3",
+            "wasmgate_plugin_calls_total{plugin=\"hostile-socket\",hook=\"mutate\"} 3",
+            "wasmgate_plugin_call_duration_seconds_bucket{le=",
+        ],
+    );
     // failurePolicy Ignore: the request goes on, with a warning.
     let out = gw.kubectl(&["create", "-f", &gw.write_file("ign.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ign\n  labels:\n    hostile: ignored\n").to_string_lossy()]);
     assert!(out.status.success(), "{out:?}");

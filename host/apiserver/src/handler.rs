@@ -149,6 +149,19 @@ where
         groups: vec!["system:unauthenticated".into()],
     });
     refuse_impersonation(req.headers(), &user)?;
+    if path == "/metrics" {
+        if !matches!(*req.method(), Method::GET | Method::HEAD) {
+            return Err(method_not_allowed());
+        }
+        let mut resp = bytes_response(
+            StatusCode::OK,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Bytes::from(inner.metrics.render()),
+        );
+        resp.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        return Ok(resp);
+    }
     if segments[0] == "openapi" {
         return openapi_route(inner, &segments[1..], &query, req.headers());
     }

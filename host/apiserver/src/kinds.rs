@@ -386,7 +386,8 @@ impl Converter {
             desired_api_version: desired.to_owned(),
             objects: objs.iter().map(Value::to_string).collect(),
         };
-        let out = match binding.plugin.convert(&req).await {
+        let call = binding.plugin.convert(&req);
+        let out = match binding.call(&self.inner.metrics, "convert", call).await {
             Ok(Ok(out)) => out,
             Ok(Err(status)) => return Err(fail(status.message)),
             Err(e) => return Err(fail(format!("plugin {:?}: {e}", self.plugin))),

@@ -36,6 +36,7 @@ mod handler;
 mod health;
 mod internal;
 mod kinds;
+mod metrics;
 mod namespaces;
 mod object;
 mod openapi;
@@ -138,6 +139,8 @@ pub(crate) struct Inner {
     pub(crate) crd_cleanups: std::sync::Mutex<std::collections::HashSet<String>>,
     /// The Wasm plugins bound to API groups.
     pub(crate) plugins: plugins::Plugins,
+    /// What `/metrics` exports.
+    pub(crate) metrics: metrics::Metrics,
 }
 
 impl ApiServer {
@@ -150,6 +153,7 @@ impl ApiServer {
             registry: registry::Registry::new(registry::builtin_types()),
             in_flight: Semaphore::new(options.max_in_flight.max(1)),
             plugins: plugins::Plugins::new(options.plugin_cache_dir.clone()),
+            metrics: metrics::Metrics::new(),
             options,
             shutdown: watch::Sender::new(false),
             bootstrapped: AtomicBool::new(false),

@@ -63,6 +63,29 @@ pub(crate) struct Binding {
 }
 
 impl Binding {
+    /// Runs one call of `hook`, timed and counted in the metrics, in a tracing span.
+    pub(crate) async fn call<T>(
+        &self,
+        metrics: &crate::metrics::Metrics,
+        hook: &'static str,
+        call: impl std::future::Future<Output = Result<T, wasmgate_plugin_runtime::CallError>>,
+    ) -> Result<T, wasmgate_plugin_runtime::CallError> {
+        use tracing::Instrument as _;
+        let started = std::time::Instant::now();
+        let r = call
+            .instrument(tracing::debug_span!("plugin", plugin = %self.name, hook))
+            .await;
+        metrics.plugin_call(
+            &self.name,
+            hook,
+            started.elapsed(),
+            r.as_ref()
+                .err()
+                .map(wasmgate_plugin_runtime::CallError::cause),
+        );
+        r
+    }
+
     fn serves_group(&self, group: &str) -> bool {
         self.groups.iter().any(|g| g == "*" || g == group)
     }

@@ -27,6 +27,7 @@ pub(crate) struct Admission {
     bindings: Vec<Arc<Binding>>,
     req: AdmissionRequest,
     max_object_bytes: usize,
+    inner: Arc<crate::Inner>,
 }
 
 /// `Status.details` of a denial: the object, as kubectl names it in its message.
@@ -117,6 +118,7 @@ impl Ctx {
             bindings,
             req,
             max_object_bytes: self.inner.options.max_request_body_bytes,
+            inner: self.inner.clone(),
         }))
     }
 
@@ -148,14 +150,15 @@ impl Admission {
         let mut changed = false;
         for b in self.bindings.iter().filter(|b| b.hooks.mutate) {
             self.req.object = Some(obj.to_string());
-            let resp = match b.plugin.mutate(&self.req).await {
+            let metrics = &self.inner.metrics;
+            let resp = match b.call(metrics, "mutate", b.plugin.mutate(&self.req)).await {
                 Ok(r) => r,
                 Err(e) => {
-                    failed(b, &e, warnings)?;
+                    failed(metrics, b, &e, warnings)?;
                     continue;
                 }
             };
-            let resp = respond(b, resp, warnings).map_err(|mut e| {
+            let resp = respond(metrics, b, resp, warnings).map_err(|mut e| {
                 denial_details(&self.req, &mut e.status);
                 e
             })?;
@@ -165,7 +168,7 @@ impl Admission {
             let mutated = match apply(obj, mutation, self.max_object_bytes) {
                 Ok(m) => m,
                 Err(e) => {
-                    failed(b, &e, warnings)?;
+                    failed(metrics, b, &e, warnings)?;
                     continue;
                 }
             };
@@ -189,17 +192,22 @@ impl Admission {
         let validators: Vec<&Arc<Binding>> =
             self.bindings.iter().filter(|b| b.hooks.validate).collect();
         let req = &self.req;
-        let results =
-            futures_util::future::join_all(validators.iter().map(|b| b.plugin.validate(req))).await;
+        let metrics = &self.inner.metrics;
+        let results = futures_util::future::join_all(
+            validators
+                .iter()
+                .map(|b| b.call(metrics, "validate", b.plugin.validate(req))),
+        )
+        .await;
         for (b, r) in validators.into_iter().zip(results) {
             match r {
                 Ok(resp) => {
-                    respond(b, resp, warnings).map_err(|mut e| {
+                    respond(metrics, b, resp, warnings).map_err(|mut e| {
                         denial_details(&self.req, &mut e.status);
                         e
                     })?;
                 }
-                Err(e) => failed(b, &e, warnings)?,
+                Err(e) => failed(metrics, b, &e, warnings)?,
             }
         }
         Ok(())
@@ -208,6 +216,7 @@ impl Admission {
 
 /// A plugin's answer: its warnings kept, a denial turned into the request's error.
 fn respond(
+    metrics: &crate::metrics::Metrics,
     b: &Binding,
     resp: AdmissionResponse,
     warnings: &mut Vec<String>,
@@ -216,6 +225,7 @@ fn respond(
     if resp.allowed {
         return Ok(resp);
     }
+    metrics.plugin_denial(&b.name);
     let denied = format!("admission plugin {:?} denied the request", b.name);
     let s = match &resp.status {
         None => Status::failure(403, "Forbidden", format!("{denied} without explanation")),
@@ -268,7 +278,12 @@ fn respond(
 }
 
 /// A failed call under the binding's failure policy.
-fn failed(b: &Binding, e: &CallError, warnings: &mut Vec<String>) -> ApiResult<()> {
+fn failed(
+    metrics: &crate::metrics::Metrics,
+    b: &Binding,
+    e: &CallError,
+    warnings: &mut Vec<String>,
+) -> ApiResult<()> {
     tracing::warn!(plugin = %b.name, cause = e.cause(), "plugin call failed: {e}");
     match b.failure_policy {
         FailurePolicy::Fail => {
@@ -288,6 +303,7 @@ fn failed(b: &Binding, e: &CallError, warnings: &mut Vec<String>) -> ApiResult<(
             Err(s.into())
         }
         FailurePolicy::Ignore => {
+            metrics.plugin_failure_ignored(&b.name);
             warnings.push(format!(
                 "failed calling plugin {:?} (failurePolicy Ignore, request allowed): {e}",
                 b.name

@@ -16,6 +16,7 @@ use crate::plugins::Binding;
 /// The printer plugin of one request, with the columns it gave.
 pub(crate) struct PluginPrinter {
     binding: Arc<Binding>,
+    inner: Arc<crate::Inner>,
     api_version: String,
     kind: String,
     pub(crate) columns: Vec<ColumnDefinition>,
@@ -31,37 +32,40 @@ impl PluginPrinter {
             .for_resource(&ctx.rt.group, &ctx.rt.resource, |h| h.print)?;
         let api_version = ctx.api_version();
         let kind = ctx.rt.kind.clone();
-        Some(match binding.plugin.columns(&api_version, &kind).await {
-            Ok(cols) if !cols.is_empty() => Ok(PluginPrinter {
-                columns: cols
-                    .into_iter()
-                    .map(|c| ColumnDefinition {
-                        name: c.name,
-                        type_: c.type_,
-                        format: c.format,
-                        description: c.description,
-                        priority: c.priority,
-                    })
-                    .collect(),
-                binding,
-                api_version,
-                kind,
-            }),
-            Ok(_) => Err(format!("printer plugin {:?} gave no columns", binding.name)),
-            Err(e) => Err(format!("printer plugin {:?} failed: {e}", binding.name)),
-        })
+        let call = binding.plugin.columns(&api_version, &kind);
+        Some(
+            match binding.call(&ctx.inner.metrics, "columns", call).await {
+                Ok(cols) if !cols.is_empty() => Ok(PluginPrinter {
+                    columns: cols
+                        .into_iter()
+                        .map(|c| ColumnDefinition {
+                            name: c.name,
+                            type_: c.type_,
+                            format: c.format,
+                            description: c.description,
+                            priority: c.priority,
+                        })
+                        .collect(),
+                    binding,
+                    inner: ctx.inner.clone(),
+                    api_version,
+                    kind,
+                }),
+                Ok(_) => Err(format!("printer plugin {:?} gave no columns", binding.name)),
+                Err(e) => Err(format!("printer plugin {:?} failed: {e}", binding.name)),
+            },
+        )
     }
 
     /// One row of cells per object.
     pub(crate) async fn cells(&self, objs: &[Value]) -> Result<Vec<Vec<Value>>, String> {
         let name = &self.binding.name;
         let raw: Vec<String> = objs.iter().map(Value::to_string).collect();
-        let rows = match self
+        let call = self
             .binding
             .plugin
-            .rows(&self.api_version, &self.kind, &raw)
-            .await
-        {
+            .rows(&self.api_version, &self.kind, &raw);
+        let rows = match self.binding.call(&self.inner.metrics, "rows", call).await {
             Ok(Ok(rows)) => rows,
             Ok(Err(status)) => {
                 return Err(format!(
