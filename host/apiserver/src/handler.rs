@@ -149,6 +149,13 @@ where
         groups: vec!["system:unauthenticated".into()],
     });
     refuse_impersonation(req.headers(), &user)?;
+    if let Some(name) = crate::plugins::upload::module_path(&path) {
+        let name = name.to_owned();
+        let method = req.method().clone();
+        let limit = inner.options.max_request_body_bytes;
+        let body = within_body_timeout(inner, read_body(req.into_body(), limit)).await?;
+        return crate::plugins::upload::handle(inner, user, &method, &name, body).await;
+    }
     if path == "/metrics" {
         if !matches!(*req.method(), Method::GET | Method::HEAD) {
             return Err(method_not_allowed());

@@ -2,6 +2,8 @@
 //! (and so the same write pipeline, admission included) as clients' requests: the garbage
 //! collector's deletes, the plugin controller's status updates, the CRDs it installs.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -12,31 +14,36 @@ use serde_json::Value;
 use crate::{Inner, User};
 
 /// One request; returns the HTTP code and the body as JSON (`Null` when it is not JSON).
-pub(crate) async fn call(
-    inner: &Arc<Inner>,
+///
+/// A boxed future: a request the handler serves may make another one (a module upload
+/// updates its WasmPlugin), and the type of a recursive future must be named.
+pub(crate) fn call<'a>(
+    inner: &'a Arc<Inner>,
     user: User,
     method: Method,
-    path: &str,
-    content_type: &str,
-    body: Option<&Value>,
-) -> Result<(u16, Value), String> {
-    let bytes = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
-    let req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header(header::CONTENT_TYPE, content_type)
-        .header(header::ACCEPT, "application/json")
-        .body(Full::new(bytes))
-        .map_err(|e| e.to_string())?;
-    let resp = crate::handler::handle(inner, req, Some(user)).await;
-    let code = resp.status().as_u16();
-    let bytes = resp
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    Ok((code, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
+    path: &'a str,
+    content_type: &'a str,
+    body: Option<&'a Value>,
+) -> Pin<Box<dyn Future<Output = Result<(u16, Value), String>> + Send + 'a>> {
+    Box::pin(async move {
+        let bytes = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
+        let req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::CONTENT_TYPE, content_type)
+            .header(header::ACCEPT, "application/json")
+            .body(Full::new(bytes))
+            .map_err(|e| e.to_string())?;
+        let resp = crate::handler::handle(inner, req, Some(user)).await;
+        let code = resp.status().as_u16();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        Ok((code, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
+    })
 }
 
 /// [`call`], with an answer of 300 or more as an error `"<code> <message>"`.

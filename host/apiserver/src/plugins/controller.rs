@@ -154,7 +154,9 @@ async fn observe(inner: &Arc<Inner>, known: &mut HashMap<String, Known>, obj: Va
 /// Re-reads module files whose size or modification time changed.
 async fn poll_files(inner: &Arc<Inner>, known: &mut HashMap<String, Known>) {
     for (name, k) in known.iter_mut() {
-        let path = k.obj["spec"]["module"]["path"].as_str().unwrap_or("");
+        let Some(path) = k.obj["spec"]["module"]["path"].as_str() else {
+            continue;
+        };
         let sig = file_sig(path).await;
         if sig.is_some() && sig != k.file {
             reconcile(inner, name, k, false).await;
@@ -184,16 +186,24 @@ impl From<LoadError> for NotReady {
 
 /// Loads the module of `k` when it changed (`spec_changed`: the object did) and serves it.
 async fn reconcile(inner: &Arc<Inner>, name: &str, k: &mut Known, spec_changed: bool) {
-    let path = k.obj["spec"]["module"]["path"]
-        .as_str()
-        .unwrap_or("")
-        .to_owned();
-    k.file = file_sig(&path).await;
-    let bytes = match tokio::fs::read(&path).await {
+    let module = &k.obj["spec"]["module"];
+    let read = match (module["path"].as_str(), module["digest"].as_str()) {
+        (Some(path), _) => {
+            k.file = file_sig(path).await;
+            tokio::fs::read(path)
+                .await
+                .map_err(|e| format!("reading {path}: {e}"))
+        }
+        (None, Some(digest)) => {
+            k.file = None;
+            super::upload::load(inner, name, digest).await
+        }
+        (None, None) => Err("spec.module names neither a path nor an uploaded digest".into()),
+    };
+    let bytes = match read {
         Ok(b) => b,
         Err(e) => {
-            let nr = NotReady("ModuleNotFound", format!("reading {path}: {e}"));
-            report(inner, name, k, Err(nr)).await;
+            report(inner, name, k, Err(NotReady("ModuleNotFound", e))).await;
             return;
         }
     };

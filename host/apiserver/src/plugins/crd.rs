@@ -12,6 +12,8 @@ const MANIFEST: &str = include_str!("wasmplugins.crd.yaml");
 const NAME: &str = "wasmplugins.wasmgate.dev";
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 
+/// The group of `WasmPlugin`.
+pub(crate) const GROUP: &str = "wasmgate.dev";
 /// Where `WasmPlugin` objects are stored.
 pub(crate) const KEY_PREFIX: &str = "wasmgate.dev/wasmplugins/";
 /// Their API path.

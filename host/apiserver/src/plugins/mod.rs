@@ -14,6 +14,7 @@
 mod controller;
 pub(crate) mod crd;
 pub mod dir;
+pub(crate) mod upload;
 
 use std::sync::{Arc, RwLock};
 

@@ -1,0 +1,144 @@
+//! The cost of one plugin call (issue 8's target: `validate` with a fresh instance, p50 at
+//! most 50 µs), beside the same logic compiled natively.
+//!
+//!     bash plugins/build.sh && cargo bench -p wasmgate-plugin-runtime
+//!
+//! Calls the widgets plugin's `validate` (plugins/widgets, built into plugins/dist/) with
+//! a ~600-byte Widget, one call at a time, each in a new instance as the gateway does;
+//! then the same `Widgets::validate` natively, with the JSON parse the guest does too.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+use serde_json::json;
+use wasmgate_plugin_runtime::wit::{
+    AdmissionRequest, GroupVersionKind, GroupVersionResource, Operation, UserInfo,
+};
+use wasmgate_plugin_runtime::{Limits, Runtime, RuntimeConfig};
+use wasmgate_sdk::Admission as _;
+
+const WARMUP: usize = 2_000;
+const CALLS: usize = 20_000;
+
+fn object() -> serde_json::Value {
+    json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w1", "namespace": "default", "uid": "6f1d1c55-3c1c-4d5e-9a55-1b2c3d4e5f60",
+                     "labels": {"app": "demo", "tier": "web"}, "creationTimestamp": "2026-11-25T10:00:00Z",
+                     "annotations": {"note": "a Widget of about 600 bytes, as kubectl would send it"}},
+        "spec": {"color": "blue", "replicas": 4, "maxReplicas": 10, "size": 9,
+                 "notes": "x".repeat(240)},
+    })
+}
+
+fn request(object: &serde_json::Value) -> AdmissionRequest {
+    let gvk = GroupVersionKind {
+        group: "example.com".into(),
+        version: "v1".into(),
+        kind: "Widget".into(),
+    };
+    let gvr = GroupVersionResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        resource: "widgets".into(),
+    };
+    AdmissionRequest {
+        uid: "1".into(),
+        kind: gvk.clone(),
+        resource: gvr.clone(),
+        sub_resource: None,
+        request_kind: Some(gvk),
+        request_resource: Some(gvr),
+        request_sub_resource: None,
+        name: "w1".into(),
+        namespace: Some("default".into()),
+        operation: Operation::Create,
+        user_info: UserInfo {
+            username: "admin".into(),
+            uid: String::new(),
+            groups: vec!["system:masters".into()],
+            extra: vec![],
+        },
+        object: Some(object.to_string()),
+        old_object: None,
+        dry_run: false,
+        options: None,
+    }
+}
+
+fn report(what: &str, h: &Histogram<u64>) {
+    let us = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    println!(
+        "{what:<40} p50 {:>7.1} µs  p90 {:>7.1} µs  p99 {:>7.1} µs  max {:>8.1} µs  ({} calls)",
+        us(0.5),
+        us(0.9),
+        us(0.99),
+        h.max() as f64 / 1000.0,
+        h.len()
+    );
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 10_000_000_000, 3).expect("histogram")
+}
+
+fn main() {
+    let wasm = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../plugins/dist/widgets.wasm");
+    let bytes = std::fs::read(&wasm)
+        .unwrap_or_else(|e| panic!("{}: {e}; run bash plugins/build.sh first", wasm.display()));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio");
+    let obj = object();
+    let req = request(&obj);
+    rt.block_on(async {
+        let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
+        let started = Instant::now();
+        let plugin = runtime
+            .load("widgets", &bytes, Limits::default(), "{}")
+            .await
+            .expect("load");
+        println!(
+            "compile + link + self-test of widgets.wasm ({} bytes): {:?}",
+            bytes.len(),
+            started.elapsed()
+        );
+        for _ in 0..WARMUP {
+            black_box(plugin.validate(&req).await.expect("call"));
+        }
+        let mut h = histogram();
+        let all = Instant::now();
+        for _ in 0..CALLS {
+            let t = Instant::now();
+            let r = plugin.validate(&req).await.expect("call");
+            h.record(t.elapsed().as_nanos() as u64).ok();
+            // Size 9 with 4 replicas: allowed (the common case).
+            assert!(r.allowed);
+        }
+        let took = all.elapsed();
+        report("wasm validate, fresh instance per call", &h);
+        println!(
+            "{:<40} {:.0} calls/s on one task",
+            "",
+            CALLS as f64 / took.as_secs_f64()
+        );
+    });
+
+    // The same logic natively: parse the object (as the guest does), then validate.
+    let raw = req.object.clone().unwrap_or_default();
+    let mut h = histogram();
+    for i in 0..WARMUP + CALLS {
+        let t = Instant::now();
+        let value: serde_json::Value = serde_json::from_str(black_box(&raw)).expect("json");
+        let r = widgets::Widgets::validate(&wasmgate_sdk::testing::create(value));
+        black_box(r);
+        if i >= WARMUP {
+            h.record(t.elapsed().as_nanos().max(1) as u64).ok();
+        }
+    }
+    report("native validate (same crate, same JSON)", &h);
+}
