@@ -740,3 +740,55 @@ fn modules_uploaded_through_the_api_are_kept_in_the_store() {
     let err = gw.kubectl_err(&["patch", "wasmplugin", "up", "--type=merge", "-p", &both]);
     assert_contains(&err, &["exactly one of path and digest must be set"]);
 }
+
+/// The namespace controller deletes a namespace's content through the API, so validating
+/// plugins see those deletes (as kube's webhooks do): a denied delete keeps the namespace
+/// terminating, with the content named in its conditions, until the plugin goes.
+#[test]
+fn namespace_content_deletes_go_through_admission() {
+    let plugins = PluginDir::new();
+    plugins.bind(
+        "keeper",
+        "hostile",
+        json!({"groups": [""], "resources": ["configmaps"], "operations": ["DELETE"],
+               "objectSelector": {"matchLabels": {"keep": "yes"}},
+               "config": {"mode": "read-file"}}),
+    );
+    let gw = start(&plugins);
+    wait_ready(&gw, "keeper", "True/Loaded");
+    gw.kubectl_ok(&["create", "namespace", "held"]);
+    let cm = gw.write_file(
+        "kept.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\n  namespace: held\n  labels:\n    keep: \"yes\"\n",
+    );
+    gw.kubectl_ok(&["apply", "-f", &cm.to_string_lossy()]);
+    gw.kubectl_ok(&["-n", "held", "create", "configmap", "free"]);
+    let err = gw.kubectl_err(&["-n", "held", "delete", "configmap", "kept"]);
+    assert_contains(&err, &["admission plugin \"keeper\" denied the request"]);
+    gw.kubectl_ok(&["delete", "namespace", "held", "--wait=false"]);
+    poll(
+        "the unprotected content deleted",
+        Duration::from_secs(20),
+        || {
+            let names = gw.kubectl_ok(&["-n", "held", "get", "configmaps", "-o", "name"]);
+            (names.trim() == "configmap/kept").then_some(())
+        },
+    );
+    poll("the namespace condition", Duration::from_secs(20), || {
+        let msg = gw.kubectl_ok(&[
+            "get",
+            "namespace",
+            "held",
+            "-o",
+            r#"jsonpath={.status.conditions[?(@.type=="NamespaceContentRemaining")].message}"#,
+        ]);
+        msg.contains("configmaps has 1 resource instances")
+            .then_some(())
+    });
+    // Without the plugin, the namespace finishes.
+    gw.kubectl_ok(&["delete", "wasmplugin", "keeper"]);
+    std::fs::remove_file(plugins.path().join("keeper.yaml")).unwrap();
+    poll("the namespace gone", Duration::from_secs(30), || {
+        (!gw.kubectl(&["get", "namespace", "held"]).status.success()).then_some(())
+    });
+}

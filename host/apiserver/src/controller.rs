@@ -71,32 +71,52 @@ pub(crate) struct Remaining {
     pub(crate) finalizers: Vec<String>,
 }
 
-/// Deletes every object under `prefix`, as a delete request would (objects with
-/// finalizers get a `deletionTimestamp` and stay). The deletes run concurrently, so the
-/// store's group commit batches them.
-pub(crate) async fn delete_contents(inner: &Inner, prefix: &str) -> Result<Remaining, String> {
+/// Deletes every object of `rt` (in `namespace`, or in all of them) through the API, as
+/// `user`, as kube's namespace controller and CRD finalizer do: each delete goes through
+/// the write path (validating admission included), objects with finalizers get a
+/// `deletionTimestamp` and stay. At most 32 deletes run at once.
+pub(crate) async fn delete_contents(
+    inner: &std::sync::Arc<Inner>,
+    rt: &crate::registry::ResourceType,
+    namespace: Option<&str>,
+    user: &crate::User,
+) -> Result<Remaining, String> {
     use futures_util::StreamExt as _;
     use serde_json::json;
-    use wasmgate_storage::{Precondition, ReadAt, StorageError, Write, WriteOp};
+    use wasmgate_storage::ReadAt;
 
-    use crate::object::{self, meta_mut};
+    use crate::object;
 
-    let err = |e: StorageError| crate::error::error_chain(&e);
     let page = inner
         .store
-        .list(prefix, ReadAt::Latest, None, 0, false)
+        .list(
+            &rt.namespace_prefix(namespace),
+            ReadAt::Latest,
+            None,
+            0,
+            false,
+        )
         .await
-        .map_err(err)?;
+        .map_err(|e| crate::error::error_chain(&e))?;
+    // Objects are addressed at the storage version: no conversion on the way.
+    let version = if rt.versions.contains(&rt.storage_version) {
+        rt.storage_version.clone()
+    } else {
+        rt.versions.first().cloned().unwrap_or_default()
+    };
+    let base = if rt.group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{}/{version}", rt.group)
+    };
     let mut remaining = Remaining::default();
-    let mut writes = Vec::new();
+    let mut deletes = Vec::new();
     for item in page.items {
-        let Ok(mut obj) = object::from_stored(&item.value) else {
+        let Ok(obj) = object::from_stored(&item.value) else {
             continue;
         };
         let fins = object::finalizers(&obj);
-        let op = if fins.is_empty() {
-            WriteOp::Delete(object::to_stored(&obj))
-        } else {
+        if !fins.is_empty() {
             remaining.count += 1;
             for f in fins {
                 if !remaining.finalizers.contains(&f) {
@@ -106,27 +126,48 @@ pub(crate) async fn delete_contents(inner: &Inner, prefix: &str) -> Result<Remai
             if object::is_deleting(&obj) {
                 continue;
             }
-            let m = meta_mut(&mut obj);
-            m.insert("deletionTimestamp".into(), json!(object::now_rfc3339()));
-            m.insert("deletionGracePeriodSeconds".into(), json!(0));
-            WriteOp::Put(object::to_stored(&obj))
+        }
+        let name = object::meta_str(&obj, "name").unwrap_or("").to_owned();
+        let path = match object::meta_str(&obj, "namespace") {
+            Some(ns) if rt.namespaced && !ns.is_empty() => {
+                format!("{base}/namespaces/{ns}/{}/{name}", rt.resource)
+            }
+            _ => format!("{base}/{}/{name}", rt.resource),
         };
-        writes.push(Write::new(
-            item.key,
-            Precondition::Revision(item.revision),
-            op,
-        ));
+        let uid = object::meta_str(&obj, "uid").unwrap_or("").to_owned();
+        let has_finalizers = !object::finalizers(&obj).is_empty();
+        deletes.push((path, uid, has_finalizers));
     }
-    let results: Vec<_> = futures_util::stream::iter(writes)
-        .map(|w| inner.store.write(w))
-        .buffer_unordered(128)
+    let results: Vec<_> = futures_util::stream::iter(deletes)
+        .map(|(path, uid, has_finalizers)| async move {
+            let opts =
+                json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}});
+            let r = crate::internal::call(
+                inner,
+                user.clone(),
+                http::Method::DELETE,
+                &path,
+                "application/json",
+                Some(&opts),
+            )
+            .await;
+            (path, has_finalizers, r)
+        })
+        .buffer_unordered(32)
         .collect()
         .await;
-    for r in results {
+    for (path, has_finalizers, r) in results {
         match r {
-            Ok(_) | Err(StorageError::NotFound { .. }) => {}
-            Err(StorageError::Conflict { .. }) => remaining.count += 1,
-            Err(e) => return Err(err(e)),
+            // Gone, or changed meanwhile (the uid precondition): either way, seen again
+            // on the next pass if it is still there.
+            Ok((200..=299 | 404, _)) => {}
+            Ok((code, body)) => {
+                if !has_finalizers {
+                    remaining.count += 1;
+                }
+                tracing::debug!(%path, code, message = %body["message"].as_str().unwrap_or(""), "delete refused");
+            }
+            Err(e) => return Err(e),
         }
     }
     Ok(remaining)

@@ -226,7 +226,7 @@ async fn cleanup_loop(weak: &Weak<Inner>, key: &str) {
 }
 
 /// One cleanup pass. `Ok(true)` when the CRD is gone (or no longer terminating).
-async fn cleanup(inner: &Inner, key: &str) -> Result<bool, String> {
+async fn cleanup(inner: &Arc<Inner>, key: &str) -> Result<bool, String> {
     let err = |e: StorageError| crate::error::error_chain(&e);
     let (_, cur) = inner.store.get(key, ReadAt::Latest).await.map_err(err)?;
     let Some(cur) = cur else { return Ok(true) };
@@ -241,12 +241,22 @@ async fn cleanup(inner: &Inner, key: &str) -> Result<bool, String> {
         .and_then(|n| n.get("plural"))
         .and_then(Value::as_str)
         .unwrap_or("");
-    let remaining = if group.is_empty() || plural.is_empty() {
-        0
-    } else {
-        delete_contents(inner, &format!("{group}/{plural}/"))
-            .await?
-            .count
+    // The type is still served while its CRD terminates: its objects are deleted
+    // through the API, as the gateway.
+    let rt = inner
+        .registry
+        .snapshot()
+        .types()
+        .iter()
+        .find(|t| t.group == group && t.resource == plural && t.custom().is_some())
+        .cloned();
+    let remaining = match rt {
+        Some(rt) if !group.is_empty() && !plural.is_empty() => {
+            delete_contents(inner, &rt, None, &crate::plugins::crd::system_user())
+                .await?
+                .count
+        }
+        _ => 0,
     };
     let mut new = crd.clone();
     let mut conds: Vec<Value> = crd["status"]["conditions"]

@@ -64,3 +64,50 @@ pub(crate) async fn call_ok(
         v["message"].as_str().unwrap_or_default()
     ))
 }
+
+/// Creates `obj` (named `name`) in the collection at `collection`, or replaces the spec
+/// and labels of the one there (an update that changes nothing writes nothing).
+pub(crate) async fn apply(
+    inner: &Arc<Inner>,
+    user: User,
+    collection: &str,
+    name: &str,
+    obj: &Value,
+) -> Result<(), String> {
+    let path = format!("{collection}/{name}");
+    let (code, current) = call(
+        inner,
+        user.clone(),
+        Method::GET,
+        &path,
+        "application/json",
+        None,
+    )
+    .await?;
+    if code == 404 {
+        return call_ok(
+            inner,
+            user,
+            Method::POST,
+            collection,
+            "application/json",
+            Some(obj),
+        )
+        .await
+        .map(drop);
+    }
+    // Replaced whole: a merge patch would keep fields the new spec dropped.
+    let mut put = current;
+    put["spec"] = obj["spec"].clone();
+    put["metadata"]["labels"] = obj["metadata"]["labels"].clone();
+    call_ok(
+        inner,
+        user,
+        Method::PUT,
+        &path,
+        "application/json",
+        Some(&put),
+    )
+    .await
+    .map(drop)
+}

@@ -46,6 +46,18 @@ pub(crate) async fn bootstrap(inner: &Inner) -> Result<(), String> {
     Ok(())
 }
 
+/// Who the namespace controller's deletes are from (kube's service account of it).
+fn controller_user() -> crate::User {
+    crate::User {
+        name: "system:serviceaccount:kube-system:namespace-controller".into(),
+        groups: vec![
+            "system:serviceaccounts".into(),
+            "system:serviceaccounts:kube-system".into(),
+            "system:authenticated".into(),
+        ],
+    }
+}
+
 /// The namespace controller.
 pub(crate) async fn run(inner: Weak<Inner>) {
     crate::controller::run(inner, "namespaces", PREFIX, |i| async move {
@@ -91,7 +103,7 @@ async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
     let mut finalizers_left: Vec<String> = Vec::new();
     for rt in catalog.types().iter().filter(|t| t.namespaced) {
         let left =
-            crate::controller::delete_contents(inner, &rt.namespace_prefix(Some(ns))).await?;
+            crate::controller::delete_contents(inner, rt, Some(ns), &controller_user()).await?;
         if left.count > 0 {
             remaining.push((rt.qualified_resource(), left.count));
             for f in left.finalizers {

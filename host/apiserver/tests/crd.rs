@@ -13,22 +13,12 @@ const WIDGETS_EXAMPLE: &str = include_str!("../../../examples/crds/widgets.yaml"
 
 /// The example CRD with conversion strategy `None` (these tests check the CRD machinery
 /// and `None` conversion; conversion by the widgets plugin is tested end to end).
-fn widgets_yaml() -> String {
-    let mut out = String::new();
-    let mut skipping = false;
-    for line in WIDGETS_EXAMPLE.lines() {
-        if line == "  conversion:" {
-            skipping = true;
-            continue;
-        }
-        if skipping && line.starts_with("    ") {
-            continue;
-        }
-        skipping = false;
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
+fn widgets_crd() -> Value {
+    let mut crd = wasmgate_apimachinery::json::from_yaml(WIDGETS_EXAMPLE.as_bytes())
+        .unwrap()
+        .value;
+    crd["spec"].as_object_mut().unwrap().remove("conversion");
+    crd
 }
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const W: &str = "/apis/example.com/v1/namespaces/default/widgets";
@@ -36,11 +26,7 @@ const W: &str = "/apis/example.com/v1/namespaces/default/widgets";
 async fn with_widgets() -> Server {
     let s = Server::new().await;
     let crd = s
-        .yaml(
-            Method::POST,
-            CRDS,
-            widgets_yaml().split("\n---").next().unwrap(),
-        )
+        .req(Method::POST, CRDS, widgets_crd())
         .await
         .expect(201)
         .json();
@@ -78,9 +64,7 @@ async fn crd_02_established_served_and_discovered_at_once() {
         )
         .await;
     let etag_before = before.headers["etag"].clone();
-    s.yaml(Method::POST, CRDS, &widgets_yaml())
-        .await
-        .expect(201);
+    s.req(Method::POST, CRDS, widgets_crd()).await.expect(201);
     // Served as soon as the create returned (DISC-02).
     s.get(W).await.expect(200);
     let after = s
@@ -664,9 +648,7 @@ async fn del_08_deleting_a_crd_deletes_its_objects() {
             .is_empty()
     );
     // Re-creating starts empty.
-    s.yaml(Method::POST, CRDS, &widgets_yaml())
-        .await
-        .expect(201);
+    s.req(Method::POST, CRDS, widgets_crd()).await.expect(201);
     assert_eq!(s.get(W).await.expect(200).json()["items"], json!([]));
 }
 
@@ -676,9 +658,7 @@ async fn crd_restart_keeps_every_crd() {
     let path = dir.path().join("store.redb");
     {
         let s = Server::on_disk(&path).await;
-        s.yaml(Method::POST, CRDS, &widgets_yaml())
-            .await
-            .expect(201);
+        s.req(Method::POST, CRDS, widgets_crd()).await.expect(201);
         create_widget(&s, "kept", json!({"color":"blue"}))
             .await
             .expect(201);
@@ -913,9 +893,7 @@ async fn del_08_a_create_in_flight_when_its_crd_goes_is_not_stored() {
         StatusCode::CREATED,
         "a create must not land after its CRD is gone"
     );
-    s.yaml(Method::POST, CRDS, &widgets_yaml())
-        .await
-        .expect(201);
+    s.req(Method::POST, CRDS, widgets_crd()).await.expect(201);
     assert_eq!(
         s.get(W).await.expect(200).json()["items"],
         json!([]),

@@ -29,10 +29,7 @@ impl Admission for Widgets {
             return Response::allow();
         };
         // Admission sees the object at the version the client wrote: v1 or v1alpha1.
-        let spec = &obj["spec"];
-        let Some(color) = spec
-            .get("color")
-            .or_else(|| spec.get("colour"))
+        let Some(color) = color(&obj["spec"])
             .and_then(Value::as_str)
             .map(str::to_owned)
         else {
@@ -50,11 +47,7 @@ impl Admission for Widgets {
             return Response::allow();
         };
         let spec = &obj["spec"];
-        let size = spec
-            .get("size")
-            .or_else(|| spec.pointer("/dimensions/size"))
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
+        let size = size(spec);
         let replicas = spec["replicas"].as_i64().unwrap_or(0);
         if size >= 8 && replicas > 5 {
             return Response::deny(format!(
@@ -67,6 +60,19 @@ impl Admission for Widgets {
         }
         Response::allow()
     }
+}
+
+/// `spec.color` (v1) or `spec.colour` (v1alpha1).
+fn color(spec: &Value) -> Option<&Value> {
+    spec.get("color").or_else(|| spec.get("colour"))
+}
+
+/// `spec.size` (v1) or `spec.dimensions.size` (v1alpha1); 0 when unset.
+fn size(spec: &Value) -> i64 {
+    spec.get("size")
+        .or_else(|| spec.pointer("/dimensions/size"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
 }
 
 impl Conversion for Widgets {
@@ -154,16 +160,8 @@ impl Printer for Widgets {
             .iter()
             .map(|o| {
                 let spec = &o["spec"];
-                let color = spec
-                    .get("color")
-                    .or_else(|| spec.get("colour"))
-                    .cloned()
-                    .unwrap_or(json!("<none>"));
-                let size = spec
-                    .get("size")
-                    .or_else(|| spec.pointer("/dimensions/size"))
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0);
+                let color = color(spec).cloned().unwrap_or(json!("<none>"));
+                let size = size(spec);
                 let replicas = spec["replicas"].as_i64().unwrap_or(0);
                 vec![
                     o["metadata"]["name"].clone(),

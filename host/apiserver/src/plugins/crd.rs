@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use http::Method;
 use serde_json::Value;
 
 use crate::{Inner, User};
@@ -35,57 +34,7 @@ fn manifest() -> Result<Value, String> {
 
 /// Creates the CRD, or restores its spec; returns when the type is served.
 pub(crate) async fn ensure(inner: &Arc<Inner>) -> Result<(), String> {
-    let want = manifest()?;
-    let path = format!("{CRDS}/{NAME}");
-    let (code, current) = crate::internal::call(
-        inner,
-        system_user(),
-        Method::GET,
-        &path,
-        "application/json",
-        None,
-    )
-    .await?;
-    if code == 404 {
-        crate::internal::call_ok(
-            inner,
-            system_user(),
-            Method::POST,
-            CRDS,
-            "application/json",
-            Some(&want),
-        )
+    crate::internal::apply(inner, system_user(), CRDS, NAME, &manifest()?)
         .await
-        .map(drop)
         .map_err(|e| format!("installing the WasmPlugin type: {e}"))
-    } else if current["spec"] != want["spec"] {
-        // The server defaults fields the manifest leaves out: compare what it would store.
-        let mut put = current.clone();
-        put["spec"] = want["spec"].clone();
-        let (code, stored) = crate::internal::call(
-            inner,
-            system_user(),
-            Method::PUT,
-            &format!("{path}?dryRun=All"),
-            "application/json",
-            Some(&put),
-        )
-        .await?;
-        if code < 300 && stored["spec"] == current["spec"] {
-            return Ok(());
-        }
-        crate::internal::call_ok(
-            inner,
-            system_user(),
-            Method::PUT,
-            &path,
-            "application/json",
-            Some(&put),
-        )
-        .await
-        .map(drop)
-        .map_err(|e| format!("restoring the WasmPlugin type: {e}"))
-    } else {
-        Ok(())
-    }
 }

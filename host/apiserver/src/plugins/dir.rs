@@ -119,41 +119,5 @@ async fn scan(inner: &Arc<Inner>, dir: &Path, applied: &mut HashMap<String, Valu
 
 /// Creates the object, or updates its spec and labels.
 async fn apply(inner: &Arc<Inner>, name: &str, obj: &Value) -> Result<(), String> {
-    let path = format!("{PATH}/{name}");
-    let (code, current) = crate::internal::call(
-        inner,
-        system_user(),
-        Method::GET,
-        &path,
-        "application/json",
-        None,
-    )
-    .await?;
-    if code == 404 {
-        return crate::internal::call_ok(
-            inner,
-            system_user(),
-            Method::POST,
-            PATH,
-            "application/json",
-            Some(obj),
-        )
-        .await
-        .map(drop);
-    }
-    // A merge patch would keep fields the manifest dropped: replace the spec whole. An
-    // update that changes nothing writes nothing.
-    let mut put = current;
-    put["spec"] = obj["spec"].clone();
-    put["metadata"]["labels"] = obj["metadata"]["labels"].clone();
-    crate::internal::call_ok(
-        inner,
-        system_user(),
-        Method::PUT,
-        &path,
-        "application/json",
-        Some(&put),
-    )
-    .await
-    .map(drop)
+    crate::internal::apply(inner, system_user(), PATH, name, obj).await
 }
