@@ -67,7 +67,7 @@ mod response;
 pub mod testing;
 
 pub use request::{GroupVersionKind, GroupVersionResource, Operation, Request, UserInfo};
-pub use response::{Cause, Column, Denial, Response};
+pub use response::{Cause, Column, Denial, Response, pointer_token};
 pub use serde_json::{self, Value, json};
 
 /// The WIT bindings, for the export macro. Not part of the API.

@@ -90,6 +90,9 @@ pub struct Response {
     pub denial: Option<Denial>,
     /// The whole mutated object (`mutate` only).
     pub patched: Option<Value>,
+    /// An RFC 6902 JSON patch against the request's object (`mutate` only; used when
+    /// `patched` is not set).
+    pub json_patch: Option<Value>,
     /// Sent to the client as `Warning` headers.
     pub warnings: Vec<String>,
     /// Audit annotations: key, value.
@@ -103,6 +106,7 @@ impl Response {
             allowed: true,
             denial: None,
             patched: None,
+            json_patch: None,
             warnings: Vec::new(),
             audit_annotations: Vec::new(),
         }
@@ -122,6 +126,17 @@ impl Response {
     pub fn patched(object: Value) -> Response {
         Response {
             patched: Some(object),
+            ..Response::allow()
+        }
+    }
+
+    /// Allowed, with the object changed by an RFC 6902 JSON patch, an array such as
+    /// `[{"op": "add", "path": "/metadata/labels/team", "value": "a"}]` (use
+    /// [`pointer_token`] for keys with `/` or `~`). Cheaper than [`Response::patched`]
+    /// for small changes to large objects: only the patch crosses to the gateway.
+    pub fn json_patch(ops: Value) -> Response {
+        Response {
+            json_patch: Some(ops),
             ..Response::allow()
         }
     }
@@ -178,7 +193,11 @@ impl Response {
         wit::AdmissionResponse {
             allowed: self.allowed,
             status: self.denial.map(Denial::into_wit),
-            mutation: self.patched.map(|o| wit::Mutation::Object(o.to_string())),
+            mutation: match (self.patched, self.json_patch) {
+                (Some(o), _) => Some(wit::Mutation::Object(o.to_string())),
+                (None, Some(p)) => Some(wit::Mutation::JsonPatch(p.to_string())),
+                (None, None) => None,
+            },
             warnings: self.warnings,
             audit_annotations: self.audit_annotations,
         }
@@ -221,4 +240,10 @@ impl Column {
             priority: self.priority,
         }
     }
+}
+
+/// A key as one token of a JSON pointer (RFC 6901): `~` as `~0`, `/` as `~1`.
+/// `pointer_token("example.com/color")` is `example.com~1color`.
+pub fn pointer_token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
 }

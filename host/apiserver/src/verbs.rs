@@ -654,6 +654,40 @@ impl Ctx {
         Ok(())
     }
 
+    /// Admission and validation of a create: mutating plugins, then the kind's validation
+    /// of the object as they left it (pruned and defaulted again if they changed it), then
+    /// validating plugins. `size`: the request body's, for [`cpu_bound`].
+    pub(crate) async fn admit_create(
+        &self,
+        obj: &mut Value,
+        dry_run: bool,
+        size: usize,
+    ) -> ApiResult<()> {
+        let mut adm = self
+            .admission(crate::plugins::Op::Create, Some(obj), None, dry_run)
+            .await?;
+        let mut warnings = Vec::new();
+        if let Some(a) = adm.as_mut()
+            && a.mutate(obj, &mut warnings).await?
+        {
+            let mut ignored = Vec::new();
+            self.check_fields_into(obj, &[], FieldValidation::Ignore, &mut ignored)?;
+        }
+        cpu_bound(size, || {
+            let errs = self.validate_object(obj, None);
+            if errs.is_empty() {
+                Ok(())
+            } else {
+                Err(self.invalid(meta_str(obj, "name").unwrap_or(""), &errs))
+            }
+        })?;
+        if let Some(a) = adm.as_mut() {
+            a.validate(Some(obj), &mut warnings).await?;
+        }
+        self.add_late_warnings(warnings);
+        Ok(())
+    }
+
     /// Validating admission of a delete of `old`.
     pub(crate) async fn admit_delete(&self, old: &Value, dry_run: bool) -> ApiResult<()> {
         let op = crate::plugins::Op::Delete;

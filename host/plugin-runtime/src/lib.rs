@@ -48,6 +48,9 @@ const TICK: Duration = Duration::from_millis(5);
 /// Most plugin instances alive at once; further calls wait for one to end.
 const MAX_INSTANCES: u32 = 128;
 
+/// Bytes of each linear memory kept mapped between calls (reset in place).
+const KEEP_RESIDENT: usize = 4 << 20;
+
 /// The largest memory limit a plugin may be given.
 pub const MAX_MEMORY_BYTES: u64 = 1 << 30;
 
@@ -124,10 +127,23 @@ impl Runtime {
             .total_memories(MAX_INSTANCES * 2)
             .total_tables(MAX_INSTANCES * 8)
             .total_stacks(MAX_INSTANCES)
-            .max_memory_size(MAX_MEMORY_BYTES as usize);
+            .max_memory_size(MAX_MEMORY_BYTES as usize)
+            // A fresh instance per call must not cost a page-table change per call: the
+            // low pages a plugin touches stay mapped and are reset in place (only the
+            // resident ones, where the kernel can tell), and what must be unmapped is
+            // unmapped in batches. Without this, every call's madvise flushed the TLB of
+            // every core (measured: creates with two plugins at 40 % of none).
+            .linear_memory_keep_resident(KEEP_RESIDENT)
+            .table_keep_resident(64 << 10)
+            .async_stack_keep_resident(64 << 10)
+            .pagemap_scan(wasmtime::Enabled::Auto)
+            .decommit_batch_size(MAX_INSTANCES as usize / 4);
         let mut cfg = Config::new();
         cfg.wasm_component_model(true)
             .epoch_interruption(true)
+            // Data segments are copied into the kept-resident pages at instantiation
+            // rather than mapped copy-on-write: no mapping changes, no write faults.
+            .memory_init_cow(false)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&cfg).map_err(|e| format!("wasm engine: {e:#}"))?;
         let mut linker = Linker::new(&engine);

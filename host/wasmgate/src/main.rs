@@ -13,6 +13,12 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use wasmgate::{Config, Gateway, config};
 
+/// mimalloc instead of glibc's malloc: requests allocate and free many small buffers on
+/// two threads, and a fresh plugin instance per call more (measured: glibc's malloc and
+/// free were ~12 % of the server's CPU under create load with plugins).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A Kubernetes-compatible API server for your own resource types.
 #[derive(Debug, Parser)]
 #[command(name = "wasmgate", version)]

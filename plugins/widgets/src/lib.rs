@@ -12,7 +12,7 @@
 
 use wasmgate_sdk::{
     Admission, Cause, Column, Conversion, Denial, Operation, Printer, Request, Response, Value,
-    export_plugin, json,
+    export_plugin, json, pointer_token,
 };
 
 pub struct Widgets;
@@ -25,21 +25,24 @@ impl Admission for Widgets {
         if req.operation == Operation::Delete {
             return Response::allow();
         }
-        let Some(mut obj) = req.object.clone() else {
+        let Some(obj) = &req.object else {
             return Response::allow();
         };
         // Admission sees the object at the version the client wrote: v1 or v1alpha1.
-        let Some(color) = color(&obj["spec"])
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-        else {
+        let Some(color) = color(&obj["spec"]).and_then(Value::as_str) else {
             return Response::allow();
         };
-        if obj["metadata"]["labels"][COLOR_LABEL].as_str() == Some(color.as_str()) {
+        let labels = &obj["metadata"]["labels"];
+        if labels[COLOR_LABEL].as_str() == Some(color) {
             return Response::allow();
         }
-        obj["metadata"]["labels"][COLOR_LABEL] = json!(color);
-        Response::patched(obj)
+        // A JSON patch: only the change crosses back to the gateway.
+        let label_path = format!("/metadata/labels/{}", pointer_token(COLOR_LABEL));
+        Response::json_patch(if labels.is_object() {
+            json!([{"op": "add", "path": label_path, "value": color}])
+        } else {
+            json!([{"op": "add", "path": "/metadata/labels", "value": {COLOR_LABEL: color}}])
+        })
     }
 
     fn validate(req: &Request) -> Response {
@@ -210,11 +213,24 @@ mod tests {
     }
 
     #[test]
-    fn mutate_labels_the_colour() {
+    fn mutate_labels_the_colour_in_either_version() {
         let resp = Widgets::mutate(&testing::create(widget(json!({"color": "green"}))));
         assert_eq!(
-            resp.patched.unwrap()["metadata"]["labels"][COLOR_LABEL],
-            "green"
+            resp.json_patch.unwrap(),
+            json!([{"op": "add", "path": "/metadata/labels", "value": {COLOR_LABEL: "green"}}])
+        );
+        let mut labelled = widget(json!({"colour": "red"}));
+        labelled["metadata"]["labels"] = json!({"app": "x"});
+        let resp = Widgets::mutate(&testing::create(labelled.clone()));
+        assert_eq!(
+            resp.json_patch.unwrap(),
+            json!([{"op": "add", "path": "/metadata/labels/example.com~1color", "value": "red"}])
+        );
+        labelled["metadata"]["labels"][COLOR_LABEL] = json!("red");
+        assert!(
+            Widgets::mutate(&testing::create(labelled))
+                .json_patch
+                .is_none()
         );
     }
 
@@ -226,6 +242,9 @@ mod tests {
         assert!(
             Widgets::validate(&testing::create(widget(json!({"size": 9, "replicas": 5})))).allowed
         );
+        // v1alpha1 nests the size.
+        let alpha = json!({"dimensions": {"size": 8}, "replicas": 7});
+        assert!(!Widgets::validate(&testing::create(widget(alpha))).allowed);
     }
 
     #[test]

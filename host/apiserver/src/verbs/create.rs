@@ -62,10 +62,9 @@ async fn create_once(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> Attemp
         Ok(x) => x,
         Err(e) => return Attempt::Done(Err(e)),
     };
-    if let Err(e) = ctx
-        .admit(crate::plugins::Op::Create, &mut obj, None, opts.dry_run)
-        .await
-    {
+    // Mutating plugins, validation (once, of the object as they left it), validating
+    // plugins: kube's order.
+    if let Err(e) = ctx.admit_create(&mut obj, opts.dry_run, body.len()).await {
         return Attempt::Done(Err(e));
     }
     let mut guards = Vec::new();
@@ -139,8 +138,9 @@ fn prepare(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> ApiResult<(Value
     Ok((obj, generated))
 }
 
-/// kube-apiserver's `BeforeCreate`: namespace from the URL, system fields set, name
-/// generated, strategy prepared, object validated. Returns whether the name was generated.
+/// kube-apiserver's `BeforeCreate` up to validation: namespace from the URL, system fields
+/// set, name generated, strategy prepared (validation follows mutating admission, in
+/// [`Ctx::admit_create`]). Returns whether the name was generated.
 fn before_create(ctx: &Ctx, obj: &mut Value) -> ApiResult<bool> {
     let url_ns = ctx.namespace().map(str::to_owned);
     let rt = ctx.rt.clone();
@@ -213,9 +213,5 @@ fn before_create(ctx: &Ctx, obj: &mut Value) -> ApiResult<bool> {
         return Err(ctx.invalid("", &errs));
     }
     ctx.prepare_create(obj);
-    let errs = ctx.validate_object(obj, None);
-    if !errs.is_empty() {
-        return Err(ctx.invalid(meta_str(obj, "name").unwrap_or(""), &errs));
-    }
     Ok(generated)
 }
