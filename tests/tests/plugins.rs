@@ -1,5 +1,6 @@
 //! Wasm plugins end to end (issue 8): the real binary with a plugin directory, kubectl as
 //! the client, the components `plugins/build.sh` just built (`plugins/dist/`).
+#![allow(clippy::unwrap_used, reason = "test code: a panic is the failure")]
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -13,6 +13,10 @@ use serde_json::Value;
 
 use crate::{Inner, User};
 
+/// What [`call`] returns: the code and the body as JSON, or why no answer came.
+pub(crate) type Answer<'a> =
+    Pin<Box<dyn Future<Output = Result<(u16, Value), String>> + Send + 'a>>;
+
 /// One request; returns the HTTP code and the body as JSON (`Null` when it is not JSON).
 ///
 /// A boxed future: a request the handler serves may make another one (a module upload
@@ -24,7 +28,7 @@ pub(crate) fn call<'a>(
     path: &'a str,
     content_type: &'a str,
     body: Option<&'a Value>,
-) -> Pin<Box<dyn Future<Output = Result<(u16, Value), String>> + Send + 'a>> {
+) -> Answer<'a> {
     Box::pin(async move {
         let bytes = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
         let req = Request::builder()

@@ -353,7 +353,8 @@ fn apply(obj: &Value, m: Mutation, max_bytes: usize) -> Result<Value, CallError>
 
 /// A mutation may not change what the object is: kind, apiVersion, name, namespace, uid.
 fn check_identity(b: &Binding, before: &Value, after: &Value) -> ApiResult<()> {
-    let fields: [(&str, fn(&Value) -> Option<&str>); 5] = [
+    type Get = fn(&Value) -> Option<&str>;
+    let fields: [(&str, Get); 5] = [
         ("apiVersion", |o| {
             o.get("apiVersion").and_then(Value::as_str)
         }),
