@@ -111,11 +111,14 @@ async fn widgets_plugin_loads_and_answers_every_hook() {
         .mutate(&request(widget(serde_json::json!({"color": "red"}))))
         .await
         .expect("call");
-    let Some(Mutation::Object(obj)) = mutated.mutation else {
-        panic!("expected an object mutation, got {:?}", mutated.mutation)
+    let Some(Mutation::JsonPatch(patch)) = mutated.mutation else {
+        panic!("expected a JSON patch, got {:?}", mutated.mutation)
     };
-    let obj: serde_json::Value = serde_json::from_str(&obj).expect("json");
-    assert_eq!(obj["metadata"]["labels"]["example.com/color"], "red");
+    let patch: serde_json::Value = serde_json::from_str(&patch).expect("json");
+    assert_eq!(
+        patch,
+        serde_json::json!([{"op": "add", "path": "/metadata/labels", "value": {"example.com/color": "red"}}])
+    );
 
     let converted = p
         .convert(&wasmgate_plugin_runtime::wit::ConversionRequest {
