@@ -171,6 +171,22 @@ impl Runtime {
     }
 }
 
+/// One call of a hook in a fresh instance: `call!(self, "hook", interface.method(args))`
+/// instantiates, calls `interface().method(&mut store, args)`, maps a failure to a
+/// [`CallError`] and traces the duration.
+macro_rules! call {
+    ($self:ident, $hook:literal, $iface:ident . $method:ident ( $($arg:expr),* )) => {{
+        let (mut store, inst, _permit, started) = $self.instance().await?;
+        let r = inst
+            .$iface()
+            .$method(&mut store $(, $arg)*)
+            .await
+            .map_err(|e| $self.failed(&store, &e));
+        $self.finish(started, $hook);
+        r
+    }};
+}
+
 impl Plugin {
     pub fn name(&self) -> &str {
         &self.name
@@ -265,38 +281,21 @@ impl Plugin {
 
     /// `metadata.info`.
     pub async fn info(&self) -> Result<PluginInfo, CallError> {
-        let (mut store, inst, _permit, started) = self.instance().await?;
-        let r = inst
-            .wasmgate_plugin_metadata()
-            .call_info(&mut store)
-            .await
-            .map_err(|e| self.failed(&store, &e));
-        self.finish(started, "info");
-        r
+        call!(self, "info", wasmgate_plugin_metadata.call_info())
     }
 
     /// `admission.mutate`.
     pub async fn mutate(&self, req: &AdmissionRequest) -> Result<AdmissionResponse, CallError> {
-        let (mut store, inst, _permit, started) = self.instance().await?;
-        let r = inst
-            .wasmgate_plugin_admission()
-            .call_mutate(&mut store, req)
-            .await
-            .map_err(|e| self.failed(&store, &e));
-        self.finish(started, "mutate");
-        r
+        call!(self, "mutate", wasmgate_plugin_admission.call_mutate(req))
     }
 
     /// `admission.validate`.
     pub async fn validate(&self, req: &AdmissionRequest) -> Result<AdmissionResponse, CallError> {
-        let (mut store, inst, _permit, started) = self.instance().await?;
-        let r = inst
-            .wasmgate_plugin_admission()
-            .call_validate(&mut store, req)
-            .await
-            .map_err(|e| self.failed(&store, &e));
-        self.finish(started, "validate");
-        r
+        call!(
+            self,
+            "validate",
+            wasmgate_plugin_admission.call_validate(req)
+        )
     }
 
     /// `conversion.convert`: the objects in order, or the plugin's refusal.
@@ -304,13 +303,11 @@ impl Plugin {
         &self,
         req: &ConversionRequest,
     ) -> Result<Result<Vec<String>, Status>, CallError> {
-        let (mut store, inst, _permit, started) = self.instance().await?;
-        let r = inst
-            .wasmgate_plugin_conversion()
-            .call_convert(&mut store, req)
-            .await
-            .map_err(|e| self.failed(&store, &e));
-        self.finish(started, "convert");
+        let r = call!(
+            self,
+            "convert",
+            wasmgate_plugin_conversion.call_convert(req)
+        );
         let r = r?;
         if let Ok(objs) = &r
             && objs.len() != req.objects.len()
@@ -330,14 +327,11 @@ impl Plugin {
         api_version: &str,
         kind: &str,
     ) -> Result<Vec<ColumnDefinition>, CallError> {
-        let (mut store, inst, _permit, started) = self.instance().await?;
-        let r = inst
-            .wasmgate_plugin_printer()
-            .call_columns(&mut store, api_version, kind)
-            .await
-            .map_err(|e| self.failed(&store, &e));
-        self.finish(started, "columns");
-        r
+        call!(
+            self,
+            "columns",
+            wasmgate_plugin_printer.call_columns(api_version, kind)
+        )
     }
 
     /// `printer.rows`: one row of JSON cells per object, or the plugin's refusal.
@@ -347,13 +341,11 @@ impl Plugin {
         kind: &str,
         objects: &[String],
     ) -> Result<Result<Vec<Vec<String>>, Status>, CallError> {
-        let (mut store, inst, _permit, started) = self.instance().await?;
-        let r = inst
-            .wasmgate_plugin_printer()
-            .call_rows(&mut store, api_version, kind, objects)
-            .await
-            .map_err(|e| self.failed(&store, &e));
-        self.finish(started, "rows");
+        let r = call!(
+            self,
+            "rows",
+            wasmgate_plugin_printer.call_rows(api_version, kind, objects)
+        );
         let r = r?;
         if let Ok(rows) = &r
             && rows.len() != objects.len()
