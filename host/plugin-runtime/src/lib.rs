@@ -130,14 +130,14 @@ impl Runtime {
             .max_memory_size(MAX_MEMORY_BYTES as usize)
             // A fresh instance per call must not cost a page-table change per call: the
             // low pages a plugin touches stay mapped and are reset in place (only the
-            // resident ones, where the kernel can tell), and what must be unmapped is
-            // unmapped in batches. Without this, every call's madvise flushed the TLB of
-            // every core (measured: creates with two plugins at 40 % of none).
+            // resident ones, where the kernel can tell); only what a plugin used beyond
+            // that is unmapped, at once (batching it kept a memory bomb's pages resident).
+            // Without this, every call's madvise flushed the TLB of every core (measured:
+            // creates with two plugins at 40 % of none).
             .linear_memory_keep_resident(KEEP_RESIDENT)
             .table_keep_resident(64 << 10)
             .async_stack_keep_resident(64 << 10)
-            .pagemap_scan(wasmtime::Enabled::Auto)
-            .decommit_batch_size(MAX_INSTANCES as usize / 4);
+            .pagemap_scan(wasmtime::Enabled::Auto);
         let mut cfg = Config::new();
         cfg.wasm_component_model(true)
             .epoch_interruption(true)
