@@ -143,10 +143,7 @@ impl Ctx {
     /// The object as stored: custom resources are stored at the storage version,
     /// converted by the CRD's Wasm plugin, or else only `apiVersion` changes (`CONV-02`).
     pub(crate) async fn to_storage(&self, obj: &mut Value) -> ApiResult<()> {
-        let Some(c) = self.rt.custom() else {
-            return Ok(());
-        };
-        if self.req.version == self.rt.storage_version {
+        if !self.is_custom() || self.req.version == self.rt.storage_version {
             return Ok(());
         }
         match self.converter() {
@@ -155,10 +152,7 @@ impl Ctx {
                 let out = conv.convert(vec![std::mem::take(obj)], &desired).await?;
                 *obj = out.into_iter().next().unwrap_or(Value::Null);
             }
-            None => {
-                let _ = c;
-                custom::set_version(obj, &self.rt.group, &self.rt.storage_version);
-            }
+            None => custom::set_version(obj, &self.rt.group, &self.rt.storage_version),
         }
         Ok(())
     }
@@ -169,7 +163,6 @@ impl Ctx {
             inner: self.inner.clone(),
             plugin: name,
             kind: self.rt.kind.clone(),
-            group: self.rt.group.clone(),
         })
     }
 
@@ -345,7 +338,6 @@ pub(crate) struct Converter {
     inner: std::sync::Arc<crate::Inner>,
     plugin: String,
     kind: String,
-    group: String,
 }
 
 impl Converter {
@@ -422,13 +414,6 @@ impl Converter {
                     "plugin {:?} changed the kind, name, namespace or uid of an object",
                     self.plugin
                 )));
-            }
-            if !after
-                .get("apiVersion")
-                .and_then(Value::as_str)
-                .is_some_and(|a| a.starts_with(&format!("{}/", self.group)))
-            {
-                return Err(fail("the converted object is of another group".into()));
             }
             converted.push(after);
         }

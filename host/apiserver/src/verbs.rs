@@ -581,6 +581,8 @@ impl Ctx {
                 &mut new,
                 Some(&cur_obj),
                 dry_run,
+                true,
+                0,
             )
             .await?;
             object::set_resource_version(&mut new, cur.revision);
@@ -628,59 +630,39 @@ impl Ctx {
 
 impl Ctx {
     /// Admission of a create or update (`old`: the stored object): mutating plugins, the
-    /// kind's validation again when they changed the object (a plugin's output is checked
-    /// as a client's would be: pruned, defaulted, 422 when invalid), validating plugins.
+    /// kind's validation of the object as they left it (pruned and defaulted again when
+    /// they changed it), validating plugins — kube's order. `validated`: the caller already
+    /// validated the object (updates do, in `before_update`), so only a mutated object is
+    /// validated again. `size`: the request body's, for [`cpu_bound`].
     pub(crate) async fn admit(
         &self,
         op: crate::plugins::Op,
         obj: &mut Value,
         old: Option<&Value>,
         dry_run: bool,
-    ) -> ApiResult<()> {
-        let Some(mut adm) = self.admission(op, Some(obj), old, dry_run).await? else {
-            return Ok(());
-        };
-        let mut warnings = Vec::new();
-        if adm.mutate(obj, &mut warnings).await? {
-            let mut ignored = Vec::new();
-            self.check_fields_into(obj, &[], FieldValidation::Ignore, &mut ignored)?;
-            let errs = self.validate_object(obj, old);
-            if !errs.is_empty() {
-                return Err(self.invalid(meta_str(obj, "name").unwrap_or(""), &errs));
-            }
-        }
-        adm.validate(Some(obj), &mut warnings).await?;
-        self.add_late_warnings(warnings);
-        Ok(())
-    }
-
-    /// Admission and validation of a create: mutating plugins, then the kind's validation
-    /// of the object as they left it (pruned and defaulted again if they changed it), then
-    /// validating plugins. `size`: the request body's, for [`cpu_bound`].
-    pub(crate) async fn admit_create(
-        &self,
-        obj: &mut Value,
-        dry_run: bool,
+        validated: bool,
         size: usize,
     ) -> ApiResult<()> {
-        let mut adm = self
-            .admission(crate::plugins::Op::Create, Some(obj), None, dry_run)
-            .await?;
+        let mut adm = self.admission(op, Some(obj), old, dry_run).await?;
         let mut warnings = Vec::new();
-        if let Some(a) = adm.as_mut()
-            && a.mutate(obj, &mut warnings).await?
-        {
-            let mut ignored = Vec::new();
-            self.check_fields_into(obj, &[], FieldValidation::Ignore, &mut ignored)?;
-        }
-        cpu_bound(size, || {
-            let errs = self.validate_object(obj, None);
-            if errs.is_empty() {
-                Ok(())
-            } else {
-                Err(self.invalid(meta_str(obj, "name").unwrap_or(""), &errs))
+        let mut mutated = false;
+        if let Some(a) = adm.as_mut() {
+            mutated = a.mutate(obj, &mut warnings).await?;
+            if mutated {
+                let mut ignored = Vec::new();
+                self.check_fields_into(obj, &[], FieldValidation::Ignore, &mut ignored)?;
             }
-        })?;
+        }
+        if mutated || !validated {
+            cpu_bound(size, || {
+                let errs = self.validate_object(obj, old);
+                if errs.is_empty() {
+                    Ok(())
+                } else {
+                    Err(self.invalid(meta_str(obj, "name").unwrap_or(""), &errs))
+                }
+            })?;
+        }
         if let Some(a) = adm.as_mut() {
             a.validate(Some(obj), &mut warnings).await?;
         }

@@ -270,13 +270,22 @@ async fn compiled_modules_are_kept_on_disk_and_reused() {
         "{name}"
     );
     drop(rt);
-    // A new runtime (a restart) loads the artifact instead of compiling.
+    let written = files[0]
+        .metadata()
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    // A new runtime (a restart) loads the artifact instead of compiling: an artifact
+    // that failed to load would be compiled and written again.
     let rt = Runtime::new(config).expect("runtime");
     let started = Instant::now();
     rt.load("widgets", &wasm("widgets"), Limits::default(), "{}")
         .await
         .expect("loads");
     assert!(started.elapsed() < Duration::from_secs(5));
+    let again = std::fs::metadata(files[0].path())
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    assert_eq!(again, written, "the artifact was written again");
     std::fs::remove_dir_all(&dir).ok();
 }
 

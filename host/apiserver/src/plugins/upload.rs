@@ -127,7 +127,7 @@ async fn upload(
     body: Bytes,
 ) -> ApiResult<Response<Body>> {
     if !is_component(&body) {
-        let mut s = Status::invalid(
+        let s = Status::invalid(
             "WasmPlugin",
             "wasmgate.dev",
             name,
@@ -137,7 +137,6 @@ async fn upload(
                 "not a WebAssembly component (a component starts with \\0asm and version 0x0d 0x00 0x01 0x00; build it for wasm32-wasip2)",
             )],
         );
-        s.details.kind = "WasmPlugin".into();
         return Err(s.into());
     }
     let digest = wasmgate_plugin_runtime::digest(&body);

@@ -26,7 +26,6 @@ use crate::plugins::{Binding, FailurePolicy, Op};
 pub(crate) struct Admission {
     bindings: Vec<Arc<Binding>>,
     req: AdmissionRequest,
-    max_object_bytes: usize,
     inner: Arc<crate::Inner>,
 }
 
@@ -119,7 +118,6 @@ impl Ctx {
         Ok(Some(Admission {
             bindings,
             req,
-            max_object_bytes: self.inner.options.max_request_body_bytes,
             inner: self.inner.clone(),
         }))
     }
@@ -167,7 +165,7 @@ impl Admission {
             let Some(mutation) = resp.mutation else {
                 continue;
             };
-            let mutated = match apply(obj, mutation, self.max_object_bytes) {
+            let mutated = match apply(obj, mutation, self.inner.options.max_request_body_bytes) {
                 Ok(m) => m,
                 Err(e) => {
                     failed(metrics, b, &e, warnings)?;

@@ -64,7 +64,11 @@ async fn create_once(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> Attemp
     };
     // Mutating plugins, validation (once, of the object as they left it), validating
     // plugins: kube's order.
-    if let Err(e) = ctx.admit_create(&mut obj, opts.dry_run, body.len()).await {
+    let op = crate::plugins::Op::Create;
+    if let Err(e) = ctx
+        .admit(op, &mut obj, None, opts.dry_run, false, body.len())
+        .await
+    {
         return Attempt::Done(Err(e));
     }
     let mut guards = Vec::new();
@@ -140,7 +144,7 @@ fn prepare(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> ApiResult<(Value
 
 /// kube-apiserver's `BeforeCreate` up to validation: namespace from the URL, system fields
 /// set, name generated, strategy prepared (validation follows mutating admission, in
-/// [`Ctx::admit_create`]). Returns whether the name was generated.
+/// [`Ctx::admit`]). Returns whether the name was generated.
 fn before_create(ctx: &Ctx, obj: &mut Value) -> ApiResult<bool> {
     let url_ns = ctx.namespace().map(str::to_owned);
     let rt = ctx.rt.clone();
