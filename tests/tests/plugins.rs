@@ -743,11 +743,12 @@ fn modules_uploaded_through_the_api_are_kept_in_the_store() {
     assert_contains(&err, &["exactly one of path and digest must be set"]);
 }
 
-/// The namespace controller deletes a namespace's content through the API, so validating
-/// plugins see those deletes (as kube's webhooks do): a denied delete keeps the namespace
-/// terminating, with the content named in its conditions, until the plugin goes.
+/// The namespace controller writes through the API, so validating plugins see its writes
+/// (as kube's webhooks do): a denied delete of the content keeps the namespace terminating,
+/// with the content named in its conditions, until the plugin goes; a denied `finalize`
+/// keeps the emptied namespace until that plugin goes too.
 #[test]
-fn namespace_content_deletes_go_through_admission() {
+fn namespace_controller_writes_go_through_admission() {
     let plugins = PluginDir::new();
     plugins.bind(
         "keeper",
@@ -756,8 +757,16 @@ fn namespace_content_deletes_go_through_admission() {
                "objectSelector": {"matchLabels": {"keep": "yes"}},
                "config": {"mode": "read-file"}}),
     );
+    plugins.bind(
+        "holder",
+        "hostile",
+        json!({"groups": [""], "resources": ["namespaces/finalize"], "operations": ["UPDATE"],
+               "objectSelector": {"matchLabels": {"kubernetes.io/metadata.name": "held"}},
+               "config": {"mode": "read-file"}}),
+    );
     let gw = start(&plugins);
     wait_ready(&gw, "keeper", "True/Loaded");
+    wait_ready(&gw, "holder", "True/Loaded");
     gw.kubectl_ok(&["create", "namespace", "held"]);
     let cm = gw.write_file(
         "kept.yaml",
@@ -787,9 +796,28 @@ fn namespace_content_deletes_go_through_admission() {
         msg.contains("configmaps has 1 resource instances")
             .then_some(())
     });
-    // Without the plugin, the namespace finishes.
+    // Without the plugin, the content goes; the namespace's finalize is still denied.
     gw.kubectl_ok(&["delete", "wasmplugin", "keeper"]);
     std::fs::remove_file(plugins.path().join("keeper.yaml")).unwrap();
+    poll("the content gone", Duration::from_secs(20), || {
+        let names = gw.kubectl_ok(&["-n", "held", "get", "configmaps", "-o", "name"]);
+        names.trim().is_empty().then_some(())
+    });
+    poll(
+        "the denied finalize counted",
+        Duration::from_secs(20),
+        || {
+            let metrics = gw.kubectl_ok(&["get", "--raw", "/metrics"]);
+            metrics
+                .lines()
+                .any(|l| l.starts_with("wasmgate_plugin_denials_total{plugin=\"holder\"}"))
+                .then_some(())
+        },
+    );
+    let phase = gw.kubectl_ok(&["get", "namespace", "held", "-o", "jsonpath={.status.phase}"]);
+    assert_eq!(phase, "Terminating");
+    gw.kubectl_ok(&["delete", "wasmplugin", "holder"]);
+    std::fs::remove_file(plugins.path().join("holder.yaml")).unwrap();
     poll("the namespace gone", Duration::from_secs(30), || {
         (!gw.kubectl(&["get", "namespace", "held"]).status.success()).then_some(())
     });

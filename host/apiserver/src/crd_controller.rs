@@ -12,7 +12,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use wasmgate_storage::{Precondition, ReadAt, StorageError, Write, WriteOp};
+use wasmgate_storage::{ReadAt, StorageError};
 
 use crate::Inner;
 use crate::controller::{Reconciled, delete_contents};
@@ -114,7 +114,7 @@ pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<u64, String> {
     for (key, rev, crd, served) in crds {
         if object::is_deleting(&crd) {
             start_cleanup(inner, key);
-        } else if let Err(e) = establish(inner, &key, rev, crd, served).await {
+        } else if let Err(e) = establish(inner, rev, crd, served).await {
             tracing::debug!(error = %e, "CRD status not written yet");
         }
     }
@@ -136,8 +136,7 @@ fn condition(ty: &str, status: &str, reason: &str, message: &str, old: &Value) -
 /// Sets `acceptedNames`, `NamesAccepted` and `Established` (`CRD-01`, `CRD-02`); a CRD
 /// that cannot be served says why instead.
 async fn establish(
-    inner: &Inner,
-    key: &str,
+    inner: &Arc<Inner>,
     rev: u64,
     crd: Value,
     served: Result<(), String>,
@@ -181,7 +180,7 @@ async fn establish(
             ]);
         }
     }
-    write_if_changed(inner, key, rev, &crd, new).await
+    write_status(inner, rev, &crd, new).await.map(drop)
 }
 
 /// Starts the cleanup task of a terminating CRD, unless one runs already.
@@ -252,7 +251,7 @@ async fn cleanup(inner: &Arc<Inner>, key: &str) -> Result<bool, String> {
         .cloned();
     let remaining = match rt {
         Some(rt) if !group.is_empty() && !plural.is_empty() => {
-            delete_contents(inner, &rt, None, &crate::plugins::crd::system_user())
+            delete_contents(inner, &rt, None, &crate::internal::system_user())
                 .await?
                 .count
         }
@@ -291,51 +290,52 @@ async fn cleanup(inner: &Arc<Inner>, key: &str) -> Result<bool, String> {
         )
     });
     new["status"]["conditions"] = Value::Array(conds);
+    let Some(mut current) = write_status(inner, cur.revision, &crd, new).await? else {
+        return Ok(false);
+    };
     if remaining > 0 {
-        write_if_changed(inner, key, cur.revision, &crd, new).await?;
         return Ok(false);
     }
-    // All instances gone: drop our finalizer; without finalizers the CRD is removed.
-    if let Some(f) = new["metadata"]["finalizers"].as_array_mut() {
+    // All instances gone: drop our finalizer; without finalizers the update removes the
+    // CRD. Someone else's finalizer keeps it until they drop theirs.
+    let mut next = current.clone();
+    if let Some(f) = next["metadata"]["finalizers"].as_array_mut() {
         f.retain(|x| x != CLEANUP_FINALIZER);
     }
-    if !object::finalizers(&new).is_empty() {
-        // Someone else's finalizer holds it: write our part once, then wait.
-        write_if_changed(inner, key, cur.revision, &crd, new).await?;
+    if object::same_content(&next, &current) {
         return Ok(false);
     }
-    let w = Write::new(
-        key,
-        Precondition::Revision(cur.revision),
-        WriteOp::Delete(object::to_stored(&new)),
-    );
-    match inner.store.write(w).await {
-        Ok(_) | Err(StorageError::NotFound { .. }) => Ok(true),
-        Err(StorageError::Conflict { .. }) => Ok(false),
-        Err(e) => Err(err(e)),
-    }
+    let path = crd_path(&current);
+    let gone = object::finalizers(&next).is_empty();
+    current = next;
+    let written =
+        crate::internal::put(inner, crate::internal::system_user(), &path, &current).await?;
+    Ok(gone && written.is_some())
 }
 
-/// Writes `new` unless it is what is stored (so reconciling never loops on its own writes).
-async fn write_if_changed(
-    inner: &Inner,
-    key: &str,
+/// The API path of a CRD.
+fn crd_path(crd: &Value) -> String {
+    format!(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{}",
+        meta_str(crd, "name").unwrap_or("")
+    )
+}
+
+/// Writes the status of `new` through the API (the CRD read at revision `rev` was `old`),
+/// unless it is what is stored, so that reconciling never loops on its own writes.
+/// Returns the CRD as it now is; `None` when it changed or went away since it was read.
+async fn write_status(
+    inner: &Arc<Inner>,
     rev: u64,
     old: &Value,
-    new: Value,
-) -> Result<(), String> {
+    mut new: Value,
+) -> Result<Option<Value>, String> {
+    object::set_resource_version(&mut new, rev);
     if object::same_content(old, &new) {
-        return Ok(());
+        return Ok(Some(new));
     }
-    let w = Write::new(
-        key,
-        Precondition::Revision(rev),
-        WriteOp::Put(object::to_stored(&new)),
-    );
-    match inner.store.write(w).await {
-        Ok(_) | Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => Ok(()),
-        Err(e) => Err(crate::error::error_chain(&e)),
-    }
+    let path = format!("{}/status", crd_path(&new));
+    crate::internal::put(inner, crate::internal::system_user(), &path, &new).await
 }
 
 /// Waits (briefly) until the registry reflects revision `rev`.

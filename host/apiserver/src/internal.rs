@@ -13,6 +13,14 @@ use serde_json::Value;
 
 use crate::{Inner, User};
 
+/// The gateway itself, for the writes its controllers make (kube's loopback client).
+pub(crate) fn system_user() -> User {
+    User {
+        name: "system:apiserver".into(),
+        groups: vec!["system:masters".into()],
+    }
+}
+
 /// What [`call`] returns: the code and the body as JSON, or why no answer came.
 pub(crate) type Answer<'a> =
     Pin<Box<dyn Future<Output = Result<(u16, Value), String>> + Send + 'a>>;
@@ -67,6 +75,34 @@ pub(crate) async fn call_ok(
         "{code} {}",
         v["message"].as_str().unwrap_or_default()
     ))
+}
+
+/// A `PUT` of `obj` to `path`, its `resourceVersion` the precondition: what a controller
+/// writes after reading. `Ok(None)` when the object changed or went away since it was read
+/// (409, 404): the controller's next pass reads it again.
+pub(crate) async fn put(
+    inner: &Arc<Inner>,
+    user: User,
+    path: &str,
+    obj: &Value,
+) -> Result<Option<Value>, String> {
+    let (code, v) = call(
+        inner,
+        user,
+        Method::PUT,
+        path,
+        "application/json",
+        Some(obj),
+    )
+    .await?;
+    match code {
+        200..300 => Ok(Some(v)),
+        404 | 409 => Ok(None),
+        _ => Err(format!(
+            "{code} {}",
+            v["message"].as_str().unwrap_or_default()
+        )),
+    }
 }
 
 /// Creates `obj` (named `name`) in the collection at `collection`, or replaces the spec

@@ -10,37 +10,38 @@
 use std::sync::{Arc, Weak};
 
 use serde_json::{Value, json};
-use wasmgate_storage::{Precondition, ReadAt, StorageError, Write, WriteOp};
+use wasmgate_storage::ReadAt;
 
 use crate::Inner;
-use crate::builtin::{BOOTSTRAP_NAMESPACES, NAMESPACE_FINALIZER, NAMESPACE_NAME_LABEL};
+use crate::builtin::{BOOTSTRAP_NAMESPACES, NAMESPACE_FINALIZER};
 use crate::object::{self, meta_str};
 
 const PREFIX: &str = "core/namespaces//";
 
-/// Creates `default`, `kube-system`, `kube-public` and `kube-node-lease` if missing.
-pub(crate) async fn bootstrap(inner: &Inner) -> Result<(), String> {
+/// Creates `default`, `kube-system`, `kube-public` and `kube-node-lease` if missing, through
+/// the API (kube's system-namespaces controller): the create path names, labels and
+/// finalizes them as any namespace.
+pub(crate) async fn bootstrap(inner: &Arc<Inner>) -> Result<(), String> {
     for name in BOOTSTRAP_NAMESPACES {
         let obj = json!({
             "apiVersion": "v1",
             "kind": "Namespace",
-            "metadata": {
-                "name": name,
-                "uid": object::new_uid(),
-                "creationTimestamp": object::now_rfc3339(),
-                "labels": {NAMESPACE_NAME_LABEL: name},
-            },
-            "spec": {"finalizers": [NAMESPACE_FINALIZER]},
-            "status": {"phase": "Active"},
+            "metadata": {"name": name},
         });
-        let w = Write::new(
-            format!("{PREFIX}{name}"),
-            Precondition::Absent,
-            WriteOp::Put(object::to_stored(&obj)),
-        );
-        match inner.store.write(w).await {
-            Ok(_) | Err(StorageError::AlreadyExists { .. }) => {}
-            Err(e) => return Err(crate::error::error_chain(&e)),
+        let (code, v) = crate::internal::call(
+            inner,
+            crate::internal::system_user(),
+            http::Method::POST,
+            "/api/v1/namespaces",
+            "application/json",
+            Some(&obj),
+        )
+        .await?;
+        if code >= 300 && code != 409 {
+            return Err(format!(
+                "creating namespace {name}: {code} {}",
+                v["message"].as_str().unwrap_or_default()
+            ));
         }
     }
     Ok(())
@@ -97,7 +98,6 @@ async fn sweep(inner: &Arc<Inner>) -> Result<bool, String> {
 
 /// One pass over a terminating namespace. `Ok(true)` when the namespace is gone.
 async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
-    let err = |e: StorageError| crate::error::error_chain(&e);
     let catalog = inner.registry.snapshot();
     let mut remaining: Vec<(String, usize)> = Vec::new();
     let mut finalizers_left: Vec<String> = Vec::new();
@@ -113,12 +113,26 @@ async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
             }
         }
     }
-    let key = format!("{PREFIX}{ns}");
-    let (_, cur) = inner.store.get(&key, ReadAt::Latest).await.map_err(err)?;
-    let Some(cur) = cur else { return Ok(true) };
-    let stored = object::from_stored(&cur.value).map_err(|e| e.to_string())?;
+    // The namespace's own writes go through the API too, as kube's controller makes them:
+    // conditions through `status`, the finalizer's removal through `finalize` (the write
+    // that removes a deleted namespace without finalizers).
+    let path = format!("/api/v1/namespaces/{ns}");
+    let (code, stored) = crate::internal::call(
+        inner,
+        controller_user(),
+        http::Method::GET,
+        &path,
+        "application/json",
+        None,
+    )
+    .await?;
+    match code {
+        404 => return Ok(true),
+        200 => {}
+        _ => return Err(format!("reading namespace {ns}: {code}")),
+    }
     let mut obj = stored.clone();
-    let done = if remaining.is_empty() {
+    let (subresource, done) = if remaining.is_empty() {
         // Content gone: drop our finalizer; without finalizers the namespace goes too.
         if let Some(f) = obj
             .get_mut("spec")
@@ -127,25 +141,23 @@ async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
         {
             f.retain(|x| x != NAMESPACE_FINALIZER);
         }
-        crate::builtin::removal_due(&obj)
+        ("finalize", crate::builtin::removal_due(&obj))
     } else {
         set_conditions(&mut obj, &remaining, &finalizers_left);
-        false
+        ("status", false)
     };
-    let op = if done {
-        WriteOp::Delete(object::to_stored(&obj))
-    } else if object::same_content(&obj, &stored) {
+    if object::same_content(&obj, &stored) {
         // Nothing to write: never wake ourselves with our own writes.
         return Ok(false);
-    } else {
-        WriteOp::Put(object::to_stored(&obj))
-    };
-    let w = Write::new(key, Precondition::Revision(cur.revision), op);
-    match inner.store.write(w).await {
-        Ok(_) => Ok(done),
-        Err(StorageError::Conflict { .. } | StorageError::NotFound { .. }) => Ok(false),
-        Err(e) => Err(err(e)),
     }
+    let written = crate::internal::put(
+        inner,
+        controller_user(),
+        &format!("{path}/{subresource}"),
+        &obj,
+    )
+    .await?;
+    Ok(done && written.is_some())
 }
 
 /// `NamespaceContentRemaining` / `NamespaceFinalizersRemaining`, as kube's controller

@@ -692,9 +692,13 @@ impl Ctx {
     }
 
     /// After a committed write: writes to CRDs return once the registry serves the change
-    /// (`CRD-02`: a created CRD's endpoints exist when `create` returns).
+    /// (`CRD-02`: a created CRD's endpoints exist when `create` returns). Not status
+    /// writes: what is served does not depend on them, and the CRD controller makes them
+    /// while the registry waits for it.
     pub(crate) async fn after_write(&self, revision: u64) {
-        if self.rt.builtin() == Some(crate::registry::Builtin::CustomResourceDefinition) {
+        if self.rt.builtin() == Some(crate::registry::Builtin::CustomResourceDefinition)
+            && self.req.subresource.as_deref() != Some("status")
+        {
             crate::crd_controller::wait_synced(&self.inner, revision).await;
         }
     }

@@ -20,9 +20,10 @@ use wasmgate_apimachinery::selectors::LabelSelector;
 use wasmgate_plugin_runtime::{Hooks, Limits, LoadError};
 use wasmgate_storage::{EventKind, ReadAt};
 
-use super::crd::{KEY_PREFIX, PATH, system_user};
+use super::crd::{KEY_PREFIX, PATH};
 use super::{Binding, FailurePolicy};
 use crate::Inner;
+use crate::internal::system_user;
 use crate::object;
 
 /// How often module files are checked for a new content.

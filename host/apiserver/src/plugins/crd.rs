@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::{Inner, User};
+use crate::Inner;
 
 const MANIFEST: &str = include_str!("wasmplugins.crd.yaml");
 const NAME: &str = "wasmplugins.wasmgate.dev";
@@ -18,14 +18,6 @@ pub(crate) const KEY_PREFIX: &str = "wasmgate.dev/wasmplugins/";
 /// Their API path.
 pub(crate) const PATH: &str = "/apis/wasmgate.dev/v1alpha1/wasmplugins";
 
-/// The gateway itself, for the writes it makes on its own.
-pub(crate) fn system_user() -> User {
-    User {
-        name: "system:apiserver".into(),
-        groups: vec!["system:masters".into()],
-    }
-}
-
 fn manifest() -> Result<Value, String> {
     wasmgate_apimachinery::json::from_yaml(MANIFEST.as_bytes())
         .map(|d| d.value)
@@ -34,7 +26,13 @@ fn manifest() -> Result<Value, String> {
 
 /// Creates the CRD, or restores its spec; returns when the type is served.
 pub(crate) async fn ensure(inner: &Arc<Inner>) -> Result<(), String> {
-    crate::internal::apply(inner, system_user(), CRDS, NAME, &manifest()?)
-        .await
-        .map_err(|e| format!("installing the WasmPlugin type: {e}"))
+    crate::internal::apply(
+        inner,
+        crate::internal::system_user(),
+        CRDS,
+        NAME,
+        &manifest()?,
+    )
+    .await
+    .map_err(|e| format!("installing the WasmPlugin type: {e}"))
 }

@@ -12,8 +12,9 @@ use std::time::Duration;
 use http::Method;
 use serde_json::{Value, json};
 
-use super::crd::{PATH, system_user};
+use super::crd::PATH;
 use crate::Inner;
+use crate::internal::system_user;
 
 /// The label on objects that come from the plugin directory.
 pub const FROM_DIR_LABEL: &str = "wasmgate.dev/plugin-dir";
