@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::OwnedSemaphorePermit;
-use wasmtime::component::Component;
+use wasmtime::component::{Component, Instance, InstancePre};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
-use crate::bindings::{self, PluginPre};
+use crate::bindings::exports::wasmgate::plugin::{admission, conversion, metadata, printer};
 use crate::host::State;
 use crate::wit::{
     AdmissionRequest, AdmissionResponse, ColumnDefinition, ConversionRequest, Hook, PluginInfo,
@@ -101,7 +101,8 @@ pub struct Plugin {
     hooks: Hooks,
     limits: Limits,
     config: Arc<str>,
-    pre: PluginPre<State>,
+    pre: InstancePre<State>,
+    exports: Exports,
     instances: Arc<tokio::sync::Semaphore>,
     engine: wasmtime::Engine,
 }
@@ -135,8 +136,8 @@ impl Runtime {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| LoadError::WrongContract(format!("{e:#}")))?;
-        let pre =
-            PluginPre::new(instance_pre).map_err(|e| LoadError::WrongContract(format!("{e:#}")))?;
+        let exports =
+            Exports::new(&instance_pre).map_err(|e| LoadError::WrongContract(format!("{e:#}")))?;
         let mut plugin = Plugin {
             name: name.into(),
             digest,
@@ -148,7 +149,8 @@ impl Runtime {
             hooks: Hooks::default(),
             limits,
             config: config.into(),
-            pre,
+            pre: instance_pre,
+            exports,
             instances: self.instances.clone(),
             engine: self.engine.clone(),
         };
@@ -171,17 +173,38 @@ impl Runtime {
     }
 }
 
+/// Where the contract's exported interfaces are in a component: found once per module, so
+/// that a call looks up (and type-checks) only the functions of the interface it calls,
+/// not the whole world's as the generated `PluginPre` does.
+struct Exports {
+    metadata: metadata::GuestIndices,
+    admission: admission::GuestIndices,
+    conversion: conversion::GuestIndices,
+    printer: printer::GuestIndices,
+}
+
+impl Exports {
+    fn new(pre: &InstancePre<State>) -> wasmtime::Result<Exports> {
+        Ok(Exports {
+            metadata: metadata::GuestIndices::new(pre)?,
+            admission: admission::GuestIndices::new(pre)?,
+            conversion: conversion::GuestIndices::new(pre)?,
+            printer: printer::GuestIndices::new(pre)?,
+        })
+    }
+}
+
 /// One call of a hook in a fresh instance: `call!(self, "hook", interface.method(args))`
-/// instantiates, calls `interface().method(&mut store, args)`, maps a failure to a
+/// instantiates, calls `method` of the exported `interface`, maps a failure to a
 /// [`CallError`] and traces the duration.
 macro_rules! call {
     ($self:ident, $hook:literal, $iface:ident . $method:ident ( $($arg:expr),* )) => {{
         let (mut store, inst, _permit, started) = $self.instance().await?;
-        let r = inst
-            .$iface()
-            .$method(&mut store $(, $arg)*)
-            .await
-            .map_err(|e| $self.failed(&store, &e));
+        let r = match $self.exports.$iface.load(&mut store, &inst) {
+            Ok(guest) => guest.$method(&mut store $(, $arg)*).await,
+            Err(e) => Err(e),
+        }
+        .map_err(|e| $self.failed(&store, &e));
         $self.finish(started, $hook);
         r
     }};
@@ -210,15 +233,7 @@ impl Plugin {
     /// now: instantiation runs guest code too) and memory limit.
     async fn instance(
         &self,
-    ) -> Result<
-        (
-            Store<State>,
-            bindings::Plugin,
-            OwnedSemaphorePermit,
-            Instant,
-        ),
-        CallError,
-    > {
+    ) -> Result<(Store<State>, Instance, OwnedSemaphorePermit, Instant), CallError> {
         let permit = self
             .instances
             .clone()
@@ -281,21 +296,17 @@ impl Plugin {
 
     /// `metadata.info`.
     pub async fn info(&self) -> Result<PluginInfo, CallError> {
-        call!(self, "info", wasmgate_plugin_metadata.call_info())
+        call!(self, "info", metadata.call_info())
     }
 
     /// `admission.mutate`.
     pub async fn mutate(&self, req: &AdmissionRequest) -> Result<AdmissionResponse, CallError> {
-        call!(self, "mutate", wasmgate_plugin_admission.call_mutate(req))
+        call!(self, "mutate", admission.call_mutate(req))
     }
 
     /// `admission.validate`.
     pub async fn validate(&self, req: &AdmissionRequest) -> Result<AdmissionResponse, CallError> {
-        call!(
-            self,
-            "validate",
-            wasmgate_plugin_admission.call_validate(req)
-        )
+        call!(self, "validate", admission.call_validate(req))
     }
 
     /// `conversion.convert`: the objects in order, or the plugin's refusal.
@@ -303,11 +314,7 @@ impl Plugin {
         &self,
         req: &ConversionRequest,
     ) -> Result<Result<Vec<String>, Status>, CallError> {
-        let r = call!(
-            self,
-            "convert",
-            wasmgate_plugin_conversion.call_convert(req)
-        );
+        let r = call!(self, "convert", conversion.call_convert(req));
         let r = r?;
         if let Ok(objs) = &r
             && objs.len() != req.objects.len()
@@ -327,11 +334,7 @@ impl Plugin {
         api_version: &str,
         kind: &str,
     ) -> Result<Vec<ColumnDefinition>, CallError> {
-        call!(
-            self,
-            "columns",
-            wasmgate_plugin_printer.call_columns(api_version, kind)
-        )
+        call!(self, "columns", printer.call_columns(api_version, kind))
     }
 
     /// `printer.rows`: one row of JSON cells per object, or the plugin's refusal.
@@ -341,11 +344,7 @@ impl Plugin {
         kind: &str,
         objects: &[String],
     ) -> Result<Result<Vec<Vec<String>>, Status>, CallError> {
-        let r = call!(
-            self,
-            "rows",
-            wasmgate_plugin_printer.call_rows(api_version, kind, objects)
-        );
+        let r = call!(self, "rows", printer.call_rows(api_version, kind, objects));
         let r = r?;
         if let Ok(rows) = &r
             && rows.len() != objects.len()

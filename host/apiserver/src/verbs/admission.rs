@@ -165,18 +165,17 @@ impl Admission {
             let Some(mutation) = resp.mutation else {
                 continue;
             };
-            let mutated = match apply(obj, mutation, self.inner.options.max_request_body_bytes) {
-                Ok(m) => m,
+            let before = Identity::of(obj);
+            let sent = self.req.object.as_ref().map_or(0, String::len);
+            let max = self.inner.options.max_request_body_bytes;
+            match apply(obj, mutation, sent, max) {
+                Ok(m) => changed |= m,
                 Err(e) => {
                     failed(metrics, b, &e, warnings)?;
                     continue;
                 }
-            };
-            check_identity(b, obj, &mutated)?;
-            if mutated != *obj {
-                *obj = mutated;
-                changed = true;
             }
+            check_identity(b, &before, obj)?;
         }
         Ok(changed)
     }
@@ -313,73 +312,161 @@ fn failed(
     }
 }
 
-/// The object after a mutation, checked to be a JSON object within the size limit.
-fn apply(obj: &Value, m: Mutation, max_bytes: usize) -> Result<Value, CallError> {
-    let out = match m {
+/// Applies a plugin's mutation to `obj` (sent to it as `sent` bytes of JSON), checked to
+/// leave a JSON object within the size limit; returns whether it may have changed `obj`.
+/// On an error `obj` is as it was.
+fn apply(obj: &mut Value, m: Mutation, sent: usize, max_bytes: usize) -> Result<bool, CallError> {
+    let too_big = |size: usize| {
+        CallError::Malformed(format!(
+            "the mutated object is {size} bytes, more than the {max_bytes} allowed"
+        ))
+    };
+    match m {
         Mutation::Object(s) => {
             if s.len() > max_bytes {
-                return Err(CallError::Malformed(format!(
-                    "the mutated object is {} bytes, more than the {max_bytes} allowed",
-                    s.len()
-                )));
+                return Err(too_big(s.len()));
             }
-            serde_json::from_str::<Value>(&s)
-                .map_err(|e| CallError::Malformed(format!("the mutated object is not JSON: {e}")))?
+            let out = serde_json::from_str::<Value>(&s).map_err(|e| {
+                CallError::Malformed(format!("the mutated object is not JSON: {e}"))
+            })?;
+            if !out.is_object() {
+                return Err(CallError::Malformed(
+                    "the mutated object is not an object".into(),
+                ));
+            }
+            let changed = out != *obj;
+            *obj = out;
+            Ok(changed)
         }
         Mutation::JsonPatch(p) => {
             let patch: json_patch::Patch = serde_json::from_str(&p)
                 .map_err(|e| CallError::Malformed(format!("the JSON patch is invalid: {e}")))?;
-            let mut doc = obj.clone();
-            json_patch::patch(&mut doc, &patch)
-                .map_err(|e| CallError::Malformed(format!("the JSON patch does not apply: {e}")))?;
-            let size = serde_json::to_vec(&doc).map_or(0, |b| b.len());
-            if size > max_bytes {
-                return Err(CallError::Malformed(format!(
-                    "the patched object is {size} bytes, more than the {max_bytes} allowed"
-                )));
+            let not_a_patch = |e: json_patch::PatchError| {
+                CallError::Malformed(format!("the JSON patch does not apply: {e}"))
+            };
+            use json_patch::PatchOperation as Op;
+            // Only `copy` grows an object by more than the patch's own size: without it,
+            // `sent + patch` bounds the result and the patch applies in place (a failed
+            // patch is undone). A patch of the root may leave no object: it applies to a
+            // copy.
+            let copies = patch
+                .0
+                .iter()
+                .any(|op| matches!(op, Op::Copy(_)) || op.path().is_root());
+            if !copies && sent.saturating_add(p.len()) <= max_bytes {
+                json_patch::patch(obj, &patch).map_err(not_a_patch)?;
+            } else {
+                let mut doc = obj.clone();
+                json_patch::patch(&mut doc, &patch).map_err(not_a_patch)?;
+                let size = serde_json::to_vec(&doc).map_or(0, |b| b.len());
+                if size > max_bytes {
+                    return Err(too_big(size));
+                }
+                if !doc.is_object() {
+                    return Err(CallError::Malformed(
+                        "the mutated object is not an object".into(),
+                    ));
+                }
+                *obj = doc;
             }
-            doc
+            Ok(patch.0.iter().any(|op| !matches!(op, Op::Test(_))))
         }
-    };
-    if !out.is_object() {
-        return Err(CallError::Malformed(
-            "the mutated object is not an object".into(),
-        ));
     }
-    Ok(out)
 }
 
-/// A mutation may not change what the object is: kind, apiVersion, name, namespace, uid.
-fn check_identity(b: &Binding, before: &Value, after: &Value) -> ApiResult<()> {
-    type Get = fn(&Value) -> Option<&str>;
-    let fields: [(&str, Get); 5] = [
-        ("apiVersion", |o| {
-            o.get("apiVersion").and_then(Value::as_str)
-        }),
-        ("kind", |o| o.get("kind").and_then(Value::as_str)),
-        ("metadata.name", |o| meta_str(o, "name")),
-        ("metadata.namespace", |o| meta_str(o, "namespace")),
-        ("metadata.uid", |o| meta_str(o, "uid")),
-    ];
-    for (field, get) in fields {
-        if get(before) != get(after) {
+/// What a mutation may not change: kind, apiVersion, name, namespace, uid.
+struct Identity([Option<String>; 5]);
+
+const IDENTITY_FIELDS: [&str; 5] = [
+    "apiVersion",
+    "kind",
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.uid",
+];
+
+impl Identity {
+    fn of(o: &Value) -> Identity {
+        let top = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
+        let m = |k: &str| meta_str(o, k).map(str::to_owned);
+        Identity([
+            top("apiVersion"),
+            top("kind"),
+            m("name"),
+            m("namespace"),
+            m("uid"),
+        ])
+    }
+}
+
+/// A mutation may not change what the object is ([`Identity`]).
+fn check_identity(b: &Binding, before: &Identity, after: &Value) -> ApiResult<()> {
+    let after = Identity::of(after);
+    for ((field, was), is) in IDENTITY_FIELDS.iter().zip(&before.0).zip(&after.0) {
+        if was != is {
             let mut s = Status::failure(
                 500,
                 "InternalError",
                 format!(
                     "Internal error occurred: plugin {:?} changed {field} from {:?} to {:?}; a mutation may not change what the object is",
                     b.name,
-                    get(before).unwrap_or(""),
-                    get(after).unwrap_or("")
+                    was.as_deref().unwrap_or(""),
+                    is.as_deref().unwrap_or("")
                 ),
             );
             s.details.causes = vec![StatusCause {
                 reason: "FieldValueForbidden".into(),
                 message: format!("plugin {:?} may not change {field}", b.name),
-                field: field.into(),
+                field: (*field).into(),
             }];
             return Err(s.into());
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn patch(ops: Value) -> Mutation {
+        Mutation::JsonPatch(ops.to_string())
+    }
+
+    /// ADM (issue 8): a JSON patch applies in place and says the object changed.
+    #[test]
+    fn a_json_patch_applies_in_place() {
+        let mut obj = json!({"kind": "Widget", "metadata": {"name": "w"}});
+        let sent = obj.to_string().len();
+        let m = patch(json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}]));
+        assert!(apply(&mut obj, m, sent, 1 << 20).unwrap());
+        assert_eq!(obj["metadata"]["labels"]["a"], "b");
+        let test_only = patch(json!([{"op": "test", "path": "/kind", "value": "Widget"}]));
+        assert!(!apply(&mut obj, test_only, sent, 1 << 20).unwrap());
+    }
+
+    /// A patch that fails half-way, replaces the root with a non-object, or grows the
+    /// object past the limit by copies is the plugin's failure, and leaves the object as
+    /// it was (a plugin under `failurePolicy: Ignore` must not have changed it).
+    #[test]
+    fn a_bad_patch_leaves_the_object_as_it_was() {
+        let orig =
+            json!({"kind": "Widget", "metadata": {"name": "w"}, "spec": {"a": "x".repeat(100)}});
+        let sent = orig.to_string().len();
+        let cases = [
+            json!([{"op": "add", "path": "/spec/b", "value": 1}, {"op": "remove", "path": "/nope"}]),
+            json!([{"op": "replace", "path": "", "value": [1, 2]}]),
+            json!([{"op": "copy", "from": "/spec", "path": "/s1"}, {"op": "copy", "from": "/spec", "path": "/s2"}]),
+        ];
+        for ops in cases {
+            let mut obj = orig.clone();
+            let err = apply(&mut obj, patch(ops.clone()), sent, sent + 150).unwrap_err();
+            assert!(matches!(err, CallError::Malformed(_)), "{ops}: {err}");
+            assert_eq!(obj, orig, "{ops}");
+        }
+    }
 }
