@@ -926,9 +926,17 @@ pub fn table(stdout: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// This crate's directory: where `cargo test` runs the tests from (the directory the
+/// binary was compiled in is only the fallback: a target directory shared by two clones
+/// keeps test binaries that name the other one).
+pub fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
 /// `examples/` of the workspace.
 pub fn examples_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+    manifest_dir().join("../examples")
 }
 
 /// `examples/crds/widgets.yaml` with conversion strategy `None` instead of the widgets

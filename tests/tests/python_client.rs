@@ -20,7 +20,10 @@ fn python_kubernetes_client_round_trip() {
         String::from_utf8_lossy(&probe.stderr)
     );
     let gw = gateway_builder!().start();
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let root = wasmgate_e2e::manifest_dir()
+        .join("..")
+        .display()
+        .to_string();
     let mut cmd = Command::new(&python);
     cmd.arg(format!("{root}/tests/python/client_test.py"))
         .arg(gw.kubeconfig())

@@ -19,8 +19,17 @@ mod table {
 
     const NOW: OffsetDateTime = datetime!(2025-06-01 12:00:00 UTC);
 
+    /// The crate's directory as `cargo test` gives it when running the test (a shared
+    /// target directory may hold a binary compiled in another clone).
+    fn manifest_dir() -> std::path::PathBuf {
+        std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+            || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+            std::path::PathBuf::from,
+        )
+    }
+
     fn golden(file: &str, actual: &Value) {
-        let path = format!("{}/tests/golden/table/{file}", env!("CARGO_MANIFEST_DIR"));
+        let path = format!("{}/tests/golden/table/{file}", manifest_dir().display());
         let rendered = format!("{}\n", serde_json::to_string_pretty(actual).unwrap());
         if std::env::var_os("WASMGATE_BLESS_TABLE_GOLDEN").is_some() {
             std::fs::write(&path, &rendered).unwrap();

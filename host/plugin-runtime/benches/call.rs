@@ -85,7 +85,9 @@ fn histogram() -> Histogram<u64> {
 }
 
 fn main() {
-    let wasm = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../plugins/dist/widgets.wasm");
+    let wasm = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+        .join("../../plugins/dist/widgets.wasm");
     let bytes = std::fs::read(&wasm)
         .unwrap_or_else(|e| panic!("{}: {e}; run bash plugins/build.sh first", wasm.display()));
     let rt = tokio::runtime::Builder::new_multi_thread()

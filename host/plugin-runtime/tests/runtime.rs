@@ -12,7 +12,8 @@ use wasmgate_plugin_runtime::{CallError, Limits, LoadError, Runtime, RuntimeConf
 
 /// A component built by `plugins/build.sh` (into `plugins/dist/`).
 fn wasm(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let path = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
         .join("../../plugins/dist")
         .join(format!("{name}.wasm"));
     std::fs::read(&path).unwrap_or_else(|e| {
