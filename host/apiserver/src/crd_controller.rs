@@ -290,7 +290,7 @@ async fn cleanup(inner: &Arc<Inner>, key: &str) -> Result<bool, String> {
         )
     });
     new["status"]["conditions"] = Value::Array(conds);
-    let Some(mut current) = write_status(inner, cur.revision, &crd, new).await? else {
+    let Some(current) = write_status(inner, cur.revision, &crd, new).await? else {
         return Ok(false);
     };
     if remaining > 0 {
@@ -305,11 +305,9 @@ async fn cleanup(inner: &Arc<Inner>, key: &str) -> Result<bool, String> {
     if object::same_content(&next, &current) {
         return Ok(false);
     }
-    let path = crd_path(&current);
     let gone = object::finalizers(&next).is_empty();
-    current = next;
-    let written =
-        crate::internal::put(inner, crate::internal::system_user(), &path, &current).await?;
+    let path = crd_path(&next);
+    let written = crate::internal::put(inner, crate::internal::system_user(), &path, &next).await?;
     Ok(gone && written.is_some())
 }
 

@@ -850,10 +850,7 @@ async fn call(
     if code < 300 {
         return Ok(code);
     }
-    Err(format!(
-        "{code} {}",
-        v["message"].as_str().unwrap_or_default()
-    ))
+    Err(crate::internal::failure(code, &v))
 }
 
 /// Deletes the object, guarded by its uid.

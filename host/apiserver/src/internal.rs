@@ -71,10 +71,12 @@ pub(crate) async fn call_ok(
     if code < 300 {
         return Ok(v);
     }
-    Err(format!(
-        "{code} {}",
-        v["message"].as_str().unwrap_or_default()
-    ))
+    Err(failure(code, &v))
+}
+
+/// An answer of 300 or more as an error: `"<code> <Status message>"`.
+pub(crate) fn failure(code: u16, answer: &Value) -> String {
+    format!("{code} {}", answer["message"].as_str().unwrap_or_default())
 }
 
 /// A `PUT` of `obj` to `path`, its `resourceVersion` the precondition: what a controller
@@ -98,10 +100,7 @@ pub(crate) async fn put(
     match code {
         200..300 => Ok(Some(v)),
         404 | 409 => Ok(None),
-        _ => Err(format!(
-            "{code} {}",
-            v["message"].as_str().unwrap_or_default()
-        )),
+        _ => Err(failure(code, &v)),
     }
 }
 

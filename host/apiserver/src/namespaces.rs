@@ -38,10 +38,8 @@ pub(crate) async fn bootstrap(inner: &Arc<Inner>) -> Result<(), String> {
         )
         .await?;
         if code >= 300 && code != 409 {
-            return Err(format!(
-                "creating namespace {name}: {code} {}",
-                v["message"].as_str().unwrap_or_default()
-            ));
+            let why = crate::internal::failure(code, &v);
+            return Err(format!("creating namespace {name}: {why}"));
         }
     }
     Ok(())
@@ -129,7 +127,10 @@ async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
     match code {
         404 => return Ok(true),
         200 => {}
-        _ => return Err(format!("reading namespace {ns}: {code}")),
+        _ => {
+            let why = crate::internal::failure(code, &stored);
+            return Err(format!("reading namespace {ns}: {why}"));
+        }
     }
     let mut obj = stored.clone();
     let (subresource, done) = if remaining.is_empty() {

@@ -149,7 +149,8 @@ impl Admission {
     ) -> ApiResult<bool> {
         let mut changed = false;
         for b in self.bindings.iter().filter(|b| b.hooks.mutate) {
-            self.req.object = Some(obj.to_string());
+            // `req.object` is `obj` as JSON, serialised again only after a change.
+            let sent = self.req.object.get_or_insert_with(|| obj.to_string()).len();
             let metrics = &self.inner.metrics;
             let resp = match b.call(metrics, "mutate", b.plugin.mutate(&self.req)).await {
                 Ok(r) => r,
@@ -166,10 +167,13 @@ impl Admission {
                 continue;
             };
             let before = Identity::of(obj);
-            let sent = self.req.object.as_ref().map_or(0, String::len);
             let max = self.inner.options.max_request_body_bytes;
             match apply(obj, mutation, sent, max) {
-                Ok(m) => changed |= m,
+                Ok(true) => {
+                    changed = true;
+                    self.req.object = None;
+                }
+                Ok(false) => {}
                 Err(e) => {
                     failed(metrics, b, &e, warnings)?;
                     continue;
@@ -181,13 +185,20 @@ impl Admission {
     }
 
     /// Runs the validating plugins (all of them, concurrently) on `obj` (`None`: a
-    /// delete); the first denial in binding order answers.
+    /// delete), the object as [`Admission::mutate`] left it (what it last sent them is
+    /// reused when no plugin changed it); the first denial in binding order answers.
     pub(crate) async fn validate(
         &mut self,
         obj: Option<&Value>,
         warnings: &mut Vec<String>,
     ) -> ApiResult<()> {
-        self.req.object = obj.map(Value::to_string);
+        match obj {
+            // Unchanged since the mutating plugins saw it: as they were sent it.
+            Some(o) => {
+                self.req.object.get_or_insert_with(|| o.to_string());
+            }
+            None => self.req.object = None,
+        }
         let validators: Vec<&Arc<Binding>> =
             self.bindings.iter().filter(|b| b.hooks.validate).collect();
         let req = &self.req;
