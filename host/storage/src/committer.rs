@@ -125,13 +125,17 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
             WriteOp::Delete(v) => (EventKind::Delete, v.render(next)),
         };
         let prev_rev = revision_of(current.as_ref());
+        // Each version is stored once: the current one in `c/`; the one this write
+        // supersedes moves to `k/` (history, until compaction).
+        if let Some(c) = &current {
+            txn.put(
+                keys::version(&w.key, c.revision),
+                keys::encode_version(keys::TAG_PUT, &c.value),
+            );
+        }
         match kind {
             EventKind::Put => {
                 txn.put(keys::current(&w.key), keys::encode_current(next, &value));
-                txn.put(
-                    keys::version(&w.key, next),
-                    keys::encode_version(keys::TAG_PUT, &value),
-                );
                 txn.put(
                     keys::log(next),
                     keys::encode_log(keys::TAG_PUT, prev_rev, &w.key),

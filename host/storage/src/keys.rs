@@ -4,14 +4,16 @@
 //! m/rev                          current revision (u64 BE)
 //! m/compacted                    compaction revision (u64 BE)
 //! c/<object key>                 current version: mod revision (u64 BE) ++ value
-//! k/<object key>\0<!rev u64 BE>  every version: tag (0 put, 1 tombstone) ++ value
-//!                                (inverted revision: newest first; a seek to !R finds the
-//!                                version visible at R)
+//! k/<object key>\0<!rev u64 BE>  superseded versions and deletions, until compaction:
+//!                                tag (0 put, 1 tombstone) ++ value (inverted revision:
+//!                                newest first; a seek to !R finds the newest at or before R)
 //! l/<rev u64 BE>                 change log: tag ++ previous mod revision (u64 BE) ++ object key
 //! ```
 //!
-//! `c/` is an index of the latest state so that reads at the latest revision (the common
-//! case) scan live objects only; reads at a past revision use `k/`. Object keys are UTF-8
+//! Each version is stored once: in `c/` while it is current, so that reads at the latest
+//! revision (the common case) scan live objects only; the write that supersedes it moves
+//! it to `k/`. Reads at a past revision look at both (`history.rs`). Stores written
+//! before this layout also kept current versions in `k/`; they read the same. Object keys are UTF-8
 //! without NUL bytes, `<group>/<resource>/<namespace>/<name>`, so `\0` separates a key
 //! from its revision suffix and every version of a key sorts before any longer key.
 

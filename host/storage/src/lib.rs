@@ -14,6 +14,7 @@
 //! * [`engine`]: the [`Engine`], [`Snapshot`] and [`Transaction`] traits.
 //! * [`keys`]: the key layout shared by every engine (`m/`, `c/`, `k/`, `l/`).
 //! * [`store`]: [`Store`], reads and the write API.
+//! * `history`: reads at a past revision (the current version in `c/`, older ones in `k/`).
 //! * `committer`: the single task that batches concurrent writes into one transaction.
 //! * [`watch`]: the in-process hub that fans committed events out to watchers.
 //! * [`testsuite`] (feature `test-suite`): the engine and store contract suites, written
@@ -31,6 +32,7 @@
 mod committer;
 pub mod engine;
 mod error;
+mod history;
 pub mod keys;
 pub mod store;
 #[cfg(feature = "test-suite")]

@@ -8,6 +8,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::committer::{self, Pending};
+use crate::history;
 use crate::watch::{Hub, Watcher};
 use crate::{Engine, Result, Revision, Snapshot, StorageError, keys};
 
@@ -15,9 +16,6 @@ use crate::{Engine, Result, Revision, Snapshot, StorageError, keys};
 const SCAN_CHUNK: usize = 1024;
 /// Most keys counted for `remainingItemCount` of a page read at the latest revision.
 const REMAINING_COUNT_CAP: u64 = 100_000;
-/// Most object versions examined to count `remainingItemCount` of a page read at a past
-/// revision (that count must read values, to skip deletions).
-const REMAINING_EXACT_CAP: u64 = 10_000;
 
 /// Tuning knobs of a [`Store`].
 #[derive(Debug, Clone)]
@@ -293,19 +291,7 @@ impl Store {
             }
             ReadAt::Exact(rev) => {
                 check_exact(snap.as_ref(), rev, current).await?;
-                let (start, end) = keys::versions_of_at(key, rev);
-                let found = match snap.scan(&start, &end, 1).await?.into_iter().next() {
-                    None => None,
-                    Some((k, raw)) => {
-                        let (_, revision) = keys::parse_version(&k)?;
-                        let (tag, value) = keys::decode_version(&k, &raw)?;
-                        (tag == keys::TAG_PUT).then(|| Versioned {
-                            key: key.to_owned(),
-                            revision,
-                            value,
-                        })
-                    }
-                };
+                let found = history::get_at(snap.as_ref(), key, rev).await?;
                 Ok((rev, found))
             }
         }
@@ -339,7 +325,7 @@ impl Store {
             }
             ReadAt::Exact(rev) => {
                 check_exact(snap.as_ref(), rev, current).await?;
-                list_exact(
+                history::list_at(
                     snap.as_ref(),
                     rev,
                     prefix,
@@ -442,7 +428,7 @@ async fn list_latest(
         let chunk = snap.scan(&start, &end, want).await?;
         let n = chunk.len();
         let Some((last, _)) = chunk.last() else { break };
-        start = next_key(last);
+        start = history::next_key(last);
         for (k, raw) in chunk {
             if items.len() < limit {
                 let key = keys::object_key_of_current(&k)?.to_owned();
@@ -478,82 +464,6 @@ async fn list_latest(
         more,
         remaining,
     })
-}
-
-async fn list_exact(
-    snap: &dyn Snapshot,
-    rev: Revision,
-    prefix: &str,
-    start_after: Option<&str>,
-    limit: usize,
-    count_remaining: bool,
-) -> Result<ListPage> {
-    let (mut start, end) = keys::versions_range(prefix);
-    if let Some(after) = start_after {
-        start = start.max(keys::versions_after(after));
-    }
-    let mut items = Vec::new();
-    let mut more = false;
-    let mut remaining = 0u64;
-    let mut examined_after_page = 0u64;
-    let mut counted_all = true;
-    // The object key whose visible version has been decided already.
-    let mut done: Option<String> = None;
-    'scan: loop {
-        let chunk = snap.scan(&start, &end, SCAN_CHUNK).await?;
-        let n = chunk.len();
-        let Some((last, _)) = chunk.last() else { break };
-        start = next_key(last);
-        for (k, raw) in chunk {
-            if more {
-                examined_after_page += 1;
-                if examined_after_page > REMAINING_EXACT_CAP {
-                    counted_all = false;
-                    break 'scan;
-                }
-            }
-            let (key, version_rev) = keys::parse_version(&k)?;
-            if version_rev > rev || done.as_deref() == Some(key) {
-                continue;
-            }
-            done = Some(key.to_owned());
-            let (tag, value) = keys::decode_version(&k, &raw)?;
-            if tag != keys::TAG_PUT {
-                continue;
-            }
-            if items.len() < limit {
-                items.push(Versioned {
-                    key: key.to_owned(),
-                    revision: version_rev,
-                    value,
-                });
-            } else {
-                more = true;
-                remaining += 1;
-                if !count_remaining {
-                    break 'scan;
-                }
-            }
-        }
-        if n < SCAN_CHUNK {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    Ok(ListPage {
-        revision: rev,
-        items,
-        more,
-        remaining: (more && count_remaining && counted_all).then_some(remaining),
-    })
-}
-
-/// The smallest key greater than `k`.
-fn next_key(k: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(k.len() + 1);
-    v.extend_from_slice(k);
-    v.push(0);
-    v
 }
 
 #[cfg(test)]

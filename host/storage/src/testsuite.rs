@@ -120,6 +120,7 @@ macro_rules! store_suite {
             store_watch_concurrent_writers_no_gap_no_duplicate,
             store_watch_reads_history_past_the_ring,
             store_compaction_discards_history_and_refuses_old_revisions,
+            store_keeps_each_version_once,
             store_group_commit_batches_concurrent_writes,
             store_reopen_keeps_data_and_revision,
         );
@@ -938,6 +939,104 @@ pub mod cases {
         assert_eq!(w.progress(), prev);
     }
 
+    /// Issue 9 "Disk": a version is stored once, in `c/` while current, moved to `k/` by
+    /// the write that supersedes it; a store that also kept current versions in `k/`
+    /// (the layout before) reads the same.
+    pub async fn store_keeps_each_version_once(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let engine = f.open(place.path()).await;
+        // A ring of one: watches read their history back from the log.
+        let opts = StoreOptions {
+            watch_ring: 1,
+            ..StoreOptions::default()
+        };
+        let s = Store::open(engine.clone(), opts).await.unwrap();
+        let history = |engine: Arc<dyn Engine>| async move {
+            let snap = engine.snapshot().await.unwrap();
+            let (start, end) = keys::versions_range("g/r/");
+            snap.scan(&start, &end, 100)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|(k, _)| keys::parse_version(&k).unwrap().1)
+                .collect::<Vec<_>>()
+        };
+        let r1 = s
+            .write(put("g/r/n/a", "v1", Precondition::Absent))
+            .await
+            .unwrap()
+            .revision;
+        assert!(history(engine.clone()).await.is_empty(), "a create writes c/ only");
+        let r2 = s
+            .write(put("g/r/n/a", "v2", Precondition::Revision(r1)))
+            .await
+            .unwrap()
+            .revision;
+        assert_eq!(history(engine.clone()).await, vec![r1], "v1 moved to k/");
+        let rb = s
+            .write(put("g/r/n/b", "b1", Precondition::Absent))
+            .await
+            .unwrap()
+            .revision;
+        let r3 = s
+            .write(del("g/r/n/a", Precondition::None))
+            .await
+            .unwrap()
+            .revision;
+        assert_eq!(history(engine.clone()).await, vec![r3, r2, r1]);
+        // The layout before: current versions in k/ as well. Reads must not change.
+        let mut t = engine.begin().await.unwrap();
+        t.put(
+            keys::version("g/r/n/b", rb),
+            keys::encode_version(keys::TAG_PUT, b"b1"),
+        );
+        t.commit().await.unwrap();
+        for round in 0..2 {
+            let at = |rev| {
+                let s = s.clone();
+                async move {
+                    let page = s.list("g/r/", ReadAt::Exact(rev), None, 0, true).await;
+                    page.unwrap()
+                        .items
+                        .into_iter()
+                        .map(|v| (v.key, v.revision, v.value))
+                        .collect::<Vec<_>>()
+                }
+            };
+            let a = |rev, v: &'static str| ("g/r/n/a".to_string(), rev, Bytes::from(v));
+            let b = ("g/r/n/b".to_string(), rb, Bytes::from("b1"));
+            assert_eq!(at(r1).await, vec![a(r1, "v1")]);
+            assert_eq!(at(r2).await, vec![a(r2, "v2")]);
+            assert_eq!(at(rb).await, vec![a(r2, "v2"), b.clone()]);
+            assert_eq!(at(r3).await, vec![b]);
+            let got = s.get("g/r/n/a", ReadAt::Exact(rb)).await.unwrap().1.unwrap();
+            assert_eq!((got.revision, got.value), (r2, Bytes::from("v2")));
+            // Watch history is read back from the log with the values at each revision.
+            let mut w = s.watch("g/r/", 0).unwrap();
+            let mut seen = Vec::new();
+            for _ in 0..4 {
+                let e = w.next().await.unwrap();
+                seen.push((e.revision, e.value.clone(), e.prev.as_ref().map(|p| p.value.clone())));
+            }
+            assert_eq!(
+                seen,
+                vec![
+                    (r1, Bytes::from("v1"), None),
+                    (r2, Bytes::from("v2"), Some(Bytes::from("v1"))),
+                    (rb, Bytes::from("b1"), None),
+                    (r3, Bytes::from("deleted"), Some(Bytes::from("v2"))),
+                ]
+            );
+            // Superseding b moves its value to k/ where the old layout had it already;
+            // the second round reads the same.
+            if round == 0 {
+                s.write(put("g/r/n/b", "b2", Precondition::Revision(rb)))
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+
     pub async fn store_compaction_discards_history_and_refuses_old_revisions(
         f: &dyn EngineFactory,
     ) {
@@ -1011,11 +1110,14 @@ pub mod cases {
         assert_eq!(latest.items.len(), 2);
         let mut w = s.watch("g/r/", horizon).unwrap();
         assert_eq!(w.next().await.unwrap().key, "g/r/n/b");
-        // Superseded versions and deleted keys are gone from the engine.
+        // Superseded versions and deleted keys are gone from the engine; the current
+        // versions of a and b live in `c/` only.
         let snap = engine.snapshot().await.unwrap();
         let (start, end) = keys::versions_range("g/r/");
         let versions = snap.scan(&start, &end, 100).await.unwrap();
-        assert_eq!(versions.len(), 2, "one version of a, one of b");
+        assert!(versions.is_empty(), "{versions:?}");
+        let (start, end) = keys::current_range("g/r/");
+        assert_eq!(snap.scan(&start, &end, 100).await.unwrap().len(), 2);
         let (ls, le) = keys::log_range(0, horizon);
         assert!(snap.scan(&ls, &le, 10).await.unwrap().is_empty());
         // Compacting again, or lower, is a no-op.

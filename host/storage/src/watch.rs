@@ -340,25 +340,21 @@ pub(crate) async fn event_from_log(
     rev: Revision,
     entry: keys::LogEntry,
 ) -> Result<Event> {
-    let vkey = keys::version(&entry.key, rev);
-    let raw = snap.get(&vkey).await?.ok_or(StorageError::Corrupt {
-        key: entry.key.clone(),
-        detail: "log entry without its version",
-    })?;
-    let (tag, value) = keys::decode_version(&vkey, &raw)?;
+    let (tag, value) = crate::history::value_written_at(snap, &entry.key, rev)
+        .await?
+        .ok_or(StorageError::Corrupt {
+            key: entry.key.clone(),
+            detail: "log entry without its version",
+        })?;
+    // The version this one superseded was moved to `k/` by the same write.
     let prev = if entry.prev > 0 {
-        let pkey = keys::version(&entry.key, entry.prev);
-        match snap.get(&pkey).await? {
-            Some(raw) => {
-                let (_, pv) = keys::decode_version(&pkey, &raw)?;
-                Some(Versioned {
-                    key: entry.key.clone(),
-                    revision: entry.prev,
-                    value: pv,
-                })
-            }
-            None => None,
-        }
+        crate::history::value_written_at(snap, &entry.key, entry.prev)
+            .await?
+            .map(|(_, value)| Versioned {
+                key: entry.key.clone(),
+                revision: entry.prev,
+                value,
+            })
     } else {
         None
     };
