@@ -76,6 +76,34 @@ fn silent_and_excess_unauthenticated_connections_are_closed() {
     gw.kubectl_ok(&["get", "ns"]);
 }
 
+/// The cap counts connections that have not authenticated only: clients with
+/// certificates holding long watches (informers) never use it up, however many.
+#[test]
+fn authenticated_watches_do_not_count_against_the_unauthenticated_cap() {
+    let gw = gateway_builder!()
+        .config("limits:\n  max-unauthenticated-connections: 2\n")
+        .start();
+    let client = gw.client();
+    let mut watches: Vec<_> = (0..6)
+        .map(|i| {
+            let mut w = client.stream("/api/v1/namespaces/default/configmaps?watch=1");
+            // Each is connected (past the handshake) before the next starts.
+            let name = format!("cap-{i}");
+            gw.kubectl_ok(&["create", "configmap", &name]);
+            w.wait_for_lines("the watch's first event", Duration::from_secs(30), |l| {
+                l.iter().any(|l| l.contains(&format!("\"{name}\"")))
+            });
+            w
+        })
+        .collect();
+    gw.kubectl_ok(&["create", "configmap", "last"]);
+    for w in &mut watches {
+        w.wait_for_lines("every watch open", Duration::from_secs(30), |l| {
+            l.iter().any(|l| l.contains("\"last\""))
+        });
+    }
+}
+
 fn tls_client(gw: &Gateway) -> Arc<rustls::ClientConfig> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject as _;

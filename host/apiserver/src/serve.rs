@@ -312,8 +312,16 @@ async fn tls_connection(
         .and_then(|certs| certs.first())
         .and_then(|c| authn_x509::user_from_client_cert(c.as_ref()))
         .map(|(name, groups)| User { name, groups });
-    // An authenticated connection no longer counts against the cap.
-    let _permit = if user.is_some() { None } else { permit };
+    // An authenticated connection no longer counts against the cap (the permit goes
+    // now, not when the connection ends: long-lived watches of authenticated clients
+    // held it, and past the cap every new connection was refused).
+    let _permit = match user {
+        Some(_) => {
+            drop(permit);
+            None
+        }
+        None => permit,
+    };
     conn.serve(TokioIo::new(ErrorBodyIo::new(tls)), user.or(fallback_user))
         .await;
 }

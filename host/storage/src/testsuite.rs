@@ -966,7 +966,10 @@ pub mod cases {
             .await
             .unwrap()
             .revision;
-        assert!(history(engine.clone()).await.is_empty(), "a create writes c/ only");
+        assert!(
+            history(engine.clone()).await.is_empty(),
+            "a create writes c/ only"
+        );
         let r2 = s
             .write(put("g/r/n/a", "v2", Precondition::Revision(r1)))
             .await
@@ -1009,14 +1012,23 @@ pub mod cases {
             assert_eq!(at(r2).await, vec![a(r2, "v2")]);
             assert_eq!(at(rb).await, vec![a(r2, "v2"), b.clone()]);
             assert_eq!(at(r3).await, vec![b]);
-            let got = s.get("g/r/n/a", ReadAt::Exact(rb)).await.unwrap().1.unwrap();
+            let got = s
+                .get("g/r/n/a", ReadAt::Exact(rb))
+                .await
+                .unwrap()
+                .1
+                .unwrap();
             assert_eq!((got.revision, got.value), (r2, Bytes::from("v2")));
             // Watch history is read back from the log with the values at each revision.
             let mut w = s.watch("g/r/", 0).unwrap();
             let mut seen = Vec::new();
             for _ in 0..4 {
                 let e = w.next().await.unwrap();
-                seen.push((e.revision, e.value.clone(), e.prev.as_ref().map(|p| p.value.clone())));
+                seen.push((
+                    e.revision,
+                    e.value.clone(),
+                    e.prev.as_ref().map(|p| p.value.clone()),
+                ));
             }
             assert_eq!(
                 seen,
