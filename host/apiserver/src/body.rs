@@ -22,13 +22,20 @@ pub fn empty() -> Body {
     http_body_util::Empty::new().boxed()
 }
 
-/// A streamed body fed by `rx`; it ends when the sender is dropped.
-pub fn channel(rx: mpsc::Receiver<Bytes>) -> Body {
-    ChannelBody { rx }.boxed()
+/// A streamed body fed by `rx`, each message a batch of chunks sent in order (shared
+/// buffers: a watch event's frame is one buffer for all its watchers, never copied into
+/// a per-watcher one); it ends when the sender is dropped.
+pub fn channel(rx: mpsc::Receiver<Vec<Bytes>>) -> Body {
+    ChannelBody {
+        rx,
+        pending: std::collections::VecDeque::new(),
+    }
+    .boxed()
 }
 
 struct ChannelBody {
-    rx: mpsc::Receiver<Bytes>,
+    rx: mpsc::Receiver<Vec<Bytes>>,
+    pending: std::collections::VecDeque<Bytes>,
 }
 
 impl HttpBody for ChannelBody {
@@ -39,10 +46,15 @@ impl HttpBody for ChannelBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        match self.rx.poll_recv(cx) {
-            Poll::Ready(Some(b)) => Poll::Ready(Some(Ok(Frame::data(b)))),
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
+        loop {
+            if let Some(b) = self.pending.pop_front() {
+                return Poll::Ready(Some(Ok(Frame::data(b))));
+            }
+            match self.rx.poll_recv(cx) {
+                Poll::Ready(Some(batch)) => self.pending.extend(batch),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
         }
     }
 

@@ -31,9 +31,9 @@ use crate::body::{self, Body};
 use crate::error::{ApiResult, storage_error};
 use crate::object::{self, meta};
 
-/// Frames buffered per watch before the watcher waits for the client.
+/// Batches of frames buffered per watch before the watcher waits for the client.
 const CHANNEL_FRAMES: usize = 64;
-/// Largest chunk made by coalescing ready events.
+/// Largest batch made of ready events (the bytes of its frames).
 const COALESCE_BYTES: usize = 256 * 1024;
 
 pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
@@ -148,28 +148,65 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     Ok(resp)
 }
 
-/// The decoded object and previous object of an event, shared by every watcher of it.
+/// What every watcher of one event would otherwise derive again: the decoded object and
+/// previous object (for selectors), and the JSON frames (one per event type a watcher
+/// may see it as) that watchers without a conversion send as they are.
+#[derive(Default)]
+struct EventCache {
+    decoded: std::sync::OnceLock<DecodedEvent>,
+    json_frames: [std::sync::OnceLock<Bytes>; 3],
+}
+
+/// The decoded object and previous object of an event.
 struct DecodedEvent {
     obj: Option<Value>,
     prev: Option<Value>,
 }
 
-fn decoded(ev: &Event) -> Arc<dyn Any + Send + Sync> {
-    ev.cache
-        .get_or_init(|| {
-            Arc::new(DecodedEvent {
-                obj: object::from_stored(&ev.value).ok(),
-                prev: ev
-                    .prev
-                    .as_ref()
-                    .and_then(|p| object::from_stored(&p.value).ok()),
-            })
-        })
+fn cache(ev: &Event) -> &EventCache {
+    let any = ev
+        .cache
+        .get_or_init(|| Arc::new(EventCache::default()) as Arc<dyn Any + Send + Sync>);
+    // Only this module fills the slot, always with an `EventCache`.
+    static EMPTY: std::sync::LazyLock<EventCache> = std::sync::LazyLock::new(EventCache::default);
+    any.downcast_ref::<EventCache>().unwrap_or(&EMPTY)
+}
+
+fn decoded(ev: &Event) -> &DecodedEvent {
+    cache(ev).decoded.get_or_init(|| DecodedEvent {
+        obj: object::from_stored(&ev.value).ok(),
+        prev: ev
+            .prev
+            .as_ref()
+            .and_then(|p| object::from_stored(&p.value).ok()),
+    })
+}
+
+/// `{"type":ty,"object":raw}\n`.
+fn json_frame(ty: &str, raw: &[u8]) -> Bytes {
+    let mut f = BytesMut::with_capacity(raw.len() + 40);
+    f.put_slice(br#"{"type":""#);
+    f.put_slice(ty.as_bytes());
+    f.put_slice(br#"","object":"#);
+    f.put_slice(raw);
+    f.put_slice(b"}\n");
+    f.freeze()
+}
+
+/// The JSON frame of `ev` as `ty`, made once for all its watchers.
+fn shared_json_frame(ev: &Event, ty: &'static str) -> Bytes {
+    let slot = match ty {
+        "ADDED" => 0,
+        "MODIFIED" => 1,
+        _ => 2,
+    };
+    cache(ev).json_frames[slot]
+        .get_or_init(|| json_frame(ty, &ev.value))
         .clone()
 }
 
 struct Stream {
-    tx: mpsc::Sender<Bytes>,
+    tx: mpsc::Sender<Vec<Bytes>>,
     filter: Filter,
     output: Output,
     include: IncludeObject,
@@ -217,13 +254,13 @@ impl Stream {
                     self.frame("ADDED", &raw, Some(&v)).await
                 }
             };
-            if !self.send(frame, &mut shutdown, &mut deadline).await {
+            if !self.send(vec![frame], &mut shutdown, &mut deadline).await {
                 return;
             }
         }
         if initial_bookmark {
             let frame = self.bookmark(from, true);
-            if !self.send(frame, &mut shutdown, &mut deadline).await {
+            if !self.send(vec![frame], &mut shutdown, &mut deadline).await {
                 return;
             }
         }
@@ -251,23 +288,26 @@ impl Stream {
             let frame = match next {
                 Some(Ok(ev)) => {
                     // Events of one commit arrive together: send what is ready as one
-                    // chunk (one TLS record, one write) instead of one per event.
-                    let mut chunk = BytesMut::new();
+                    // batch (one write to the connection) instead of one per event.
+                    let mut batch = Vec::new();
+                    let mut bytes = 0;
                     if let Some(f) = self.event_frame(&ev).await {
-                        chunk.put_slice(&f);
+                        bytes += f.len();
+                        batch.push(f);
                     }
-                    while chunk.len() < COALESCE_BYTES {
+                    while bytes < COALESCE_BYTES {
                         let Some(ev) = watcher.next_buffered() else {
                             break;
                         };
                         if let Some(f) = self.event_frame(&ev).await {
-                            chunk.put_slice(&f);
+                            bytes += f.len();
+                            batch.push(f);
                         }
                     }
-                    if chunk.is_empty() {
+                    if batch.is_empty() {
                         continue;
                     }
-                    chunk.freeze()
+                    batch
                 }
                 Some(Err(StorageError::Closed)) => return,
                 Some(Err(e)) => {
@@ -283,15 +323,12 @@ impl Stream {
                             Status::internal()
                         }
                     };
-                    let mut f = BytesMut::new();
-                    f.put_slice(br#"{"type":"ERROR","object":"#);
-                    f.put_slice(&status.to_json());
-                    f.put_slice(b"}\n");
-                    let _ = self.send(f.freeze(), &mut shutdown, &mut deadline).await;
+                    let f = json_frame("ERROR", &status.to_json());
+                    let _ = self.send(vec![f], &mut shutdown, &mut deadline).await;
                     return;
                 }
                 None if bookmark_due && !watcher.has_buffered() => {
-                    self.bookmark(watcher.progress(), false)
+                    vec![self.bookmark(watcher.progress(), false)]
                 }
                 None => continue,
             };
@@ -303,12 +340,12 @@ impl Stream {
 
     async fn send(
         &self,
-        frame: Bytes,
+        frames: Vec<Bytes>,
         shutdown: &mut tokio::sync::watch::Receiver<bool>,
         deadline: &mut std::pin::Pin<&mut tokio::time::Sleep>,
     ) -> bool {
         tokio::select! {
-            r = self.tx.send(frame) => r.is_ok(),
+            r = self.tx.send(frames) => r.is_ok(),
             _ = shutdown.wait_for(|s| *s) => false,
             _ = deadline.as_mut() => false,
         }
@@ -325,7 +362,6 @@ impl Stream {
             return Some(self.frame_with_cache(ty, ev).await);
         }
         let d = decoded(ev);
-        let d = d.downcast_ref::<DecodedEvent>()?;
         let was = d.prev.as_ref().is_some_and(|p| self.filter.matches(p));
         let ty = match ev.kind {
             EventKind::Delete => was.then_some("DELETED")?,
@@ -343,32 +379,21 @@ impl Stream {
         Some(self.frame_with_cache(ty, ev).await)
     }
 
-    async fn frame_with_cache(&mut self, ty: &str, ev: &Event) -> Bytes {
+    async fn frame_with_cache(&mut self, ty: &'static str, ev: &Event) -> Bytes {
         if let Some(p) = self.presenter.as_ref().filter(|p| p.needs(&ev.value)) {
-            let d = decoded(ev);
-            let mut obj = d
-                .downcast_ref::<DecodedEvent>()
-                .and_then(|d| d.obj.clone())
-                .unwrap_or(Value::Null);
+            let mut obj = decoded(ev).obj.clone().unwrap_or(Value::Null);
             if let Err(e) = p.apply(&mut obj).await {
                 // A failed conversion: the client sees why, as kube-apiserver's watch
                 // reports a decoding error of an event.
-                let mut f = BytesMut::new();
-                f.put_slice(br#"{"type":"ERROR","object":"#);
-                f.put_slice(&e.status.to_json());
-                f.put_slice(b"}\n");
-                return f.freeze();
+                return json_frame("ERROR", &e.status.to_json());
             }
             let raw = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
             return self.frame(ty, &raw, Some(&obj)).await;
         }
         match self.output {
-            Output::Json => self.frame(ty, &ev.value, None).await,
+            Output::Json => shared_json_frame(ev, ty),
             _ => {
-                let d = decoded(ev);
-                let obj = d
-                    .downcast_ref::<DecodedEvent>()
-                    .and_then(|d| d.obj.as_ref());
+                let obj = decoded(ev).obj.as_ref();
                 self.frame(ty, &ev.value, obj).await
             }
         }
@@ -469,5 +494,36 @@ impl Stream {
             serde_json::to_vec(&json!({"type": "BOOKMARK", "object": obj})).unwrap_or_default();
         f.push(b'\n');
         Bytes::from(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 9 "Fan-out": an event's JSON frame is made once and shared by every watcher
+    /// that sends it as is (the same buffer, not a copy per watcher).
+    #[test]
+    fn json_frames_are_made_once_per_event_and_type() {
+        let ev = Event::new(
+            7,
+            "core/configmaps/ns/a".into(),
+            EventKind::Put,
+            Bytes::from_static(br#"{"kind":"ConfigMap"}"#),
+            None,
+        );
+        let a = shared_json_frame(&ev, "ADDED");
+        let b = shared_json_frame(&ev, "ADDED");
+        assert_eq!(
+            &a[..],
+            &br#"{"type":"ADDED","object":{"kind":"ConfigMap"}}
+"#[..]
+        );
+        assert_eq!(a.as_ptr(), b.as_ptr(), "one buffer for every watcher");
+        let m = shared_json_frame(&ev, "MODIFIED");
+        assert!(m.starts_with(br#"{"type":"MODIFIED""#));
+        // The decoded form lives beside the frames in the same cache slot.
+        assert!(decoded(&ev).obj.is_some());
+        assert_eq!(shared_json_frame(&ev, "ADDED").as_ptr(), a.as_ptr());
     }
 }
