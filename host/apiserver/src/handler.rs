@@ -493,7 +493,7 @@ where
 /// Responses at least this large are compressed when the client accepts gzip (`GZIP-01`).
 const GZIP_MIN_BYTES: u64 = 128 * 1024;
 
-fn accepts_gzip(v: &str) -> bool {
+pub(crate) fn accepts_gzip(v: &str) -> bool {
     v.split(',').any(|e| {
         let mut parts = e.split(';');
         let name = parts.next().unwrap_or("").trim();

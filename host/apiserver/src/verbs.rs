@@ -9,6 +9,7 @@ mod delete;
 mod delete_collection;
 mod get;
 mod list;
+mod list_stream;
 mod patch;
 mod printing;
 mod scale;
@@ -133,6 +134,21 @@ impl Ctx {
     pub(crate) fn output(&self) -> ApiResult<Output> {
         let accept = media::parse_accept(header_str(&self.headers, header::ACCEPT));
         media::negotiate_output(&accept, true).map_err(|e| Status::from(e).into())
+    }
+
+    /// A copy of the request's context that outlives the handler (for the task that
+    /// writes a streamed response); warnings added to it go nowhere.
+    pub(crate) fn detached(&self) -> Ctx {
+        Ctx {
+            inner: self.inner.clone(),
+            rt: self.rt.clone(),
+            req: self.req.clone(),
+            query: self.query.clone(),
+            headers: self.headers.clone(),
+            warnings: Vec::new(),
+            late_warnings: Default::default(),
+            user: self.user.clone(),
+        }
     }
 
     fn pretty(&self) -> bool {

@@ -1446,6 +1446,79 @@ async fn gzip_01_large_lists_are_compressed_when_accepted() {
     );
 }
 
+/// Issue 9 "Bounded memory": a LIST without `limit` is written page by page (500 keys a
+/// page) at one revision: every item once, in order, as JSON, as a Table and gzipped.
+#[tokio::test]
+async fn whole_lists_stream_page_by_page() {
+    use std::io::Read as _;
+    let s = Server::new().await;
+    s.create_ns("many").await;
+    for i in 0..1234 {
+        s.req(Method::POST, "/api/v1/namespaces/many/configmaps", json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":format!("cm{i:04}")},"data":{"i":i.to_string()}})).await.expect(201);
+    }
+    let names = |items: &[Value], at: &[&str]| -> Vec<String> {
+        items
+            .iter()
+            .map(|i| {
+                i.pointer(&at.join("/"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned()
+            })
+            .collect()
+    };
+    let want: Vec<String> = (0..1234).map(|i| format!("cm{i:04}")).collect();
+    let list = s
+        .get("/api/v1/namespaces/many/configmaps")
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(list["kind"], "ConfigMapList");
+    assert!(
+        list["metadata"]["resourceVersion"]
+            .as_str()
+            .is_some_and(|rv| !rv.is_empty())
+    );
+    assert!(list["metadata"].get("continue").is_none());
+    assert_eq!(
+        names(list["items"].as_array().unwrap(), &["", "metadata", "name"]),
+        want
+    );
+    let zipped = s
+        .raw(
+            Method::GET,
+            "/api/v1/namespaces/many/configmaps",
+            &[("accept-encoding", "gzip")],
+            "",
+            Some(admin()),
+        )
+        .await
+        .expect(200);
+    assert_eq!(zipped.headers["content-encoding"], "gzip");
+    let mut out = String::new();
+    flate2::read::GzDecoder::new(&zipped.body[..])
+        .read_to_string(&mut out)
+        .unwrap();
+    let unzipped: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(unzipped["items"], list["items"]);
+    let table = s
+        .raw(
+            Method::GET,
+            "/api/v1/namespaces/many/configmaps",
+            &[("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")],
+            "",
+            Some(admin()),
+        )
+        .await
+        .expect(200);
+    let table: Value = serde_json::from_slice(&table.body).unwrap();
+    assert_eq!(table["kind"], "Table");
+    assert_eq!(table["columnDefinitions"][0]["name"], "Name");
+    let rows = table["rows"].as_array().unwrap();
+    assert_eq!(names(rows, &["", "object", "metadata", "name"]), want);
+    assert_eq!(rows[7]["cells"][0], "cm0007");
+}
+
 #[tokio::test]
 async fn url_10_updates_to_a_terminating_namespace_do_not_skip_content_cleanup() {
     let s = Server::with(Options {

@@ -29,6 +29,11 @@ pub(super) async fn list(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         opts.field_selector.clone(),
     )?;
     let semantics = list_semantics(&opts).map_err(|e| Status::bad_request(e.0))?;
+    if super::list_stream::streams(ctx, opts.limit).await {
+        let gzip = crate::handler::header_str(&ctx.headers, http::header::ACCEPT_ENCODING)
+            .is_some_and(crate::handler::accepts_gzip);
+        return super::list_stream::respond(ctx, filter, semantics, gzip).await;
+    }
     let presenter = ctx.presenter();
     let listed = read_list(ctx, presenter.as_ref(), &filter, semantics, opts.limit).await?;
     ctx.respond_list(
@@ -49,49 +54,146 @@ pub(super) async fn read_list(
     semantics: ListSemantics,
     limit: u64,
 ) -> ApiResult<Listed> {
-    let prefix = ctx.rt.namespace_prefix(ctx.namespace());
-    let store = &ctx.inner.store;
-    let (at, mut start_after) = match &semantics {
-        ListSemantics::MostRecent | ListSemantics::Any => (ReadAt::Latest, None),
-        ListSemantics::NotOlderThan(rev) => {
-            super::get::wait_for_revision(ctx, *rev).await?;
-            (ReadAt::Latest, None)
-        }
-        ListSemantics::Exact(rev) => (ReadAt::Exact(*rev), None),
-        ListSemantics::Continue(token) => {
-            if token.rv < store.compacted() {
-                return Err(Status::expired(
-                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
-                )
-                .into());
-            }
-            (
-                ReadAt::Exact(token.rv),
-                Some(format!("{prefix}{}", token.start)),
-            )
-        }
-    };
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let target = ctx.target("");
-    let count_remaining = filter.is_everything();
+    let mut pages = Pages::start(ctx, &semantics, filter).await?;
     let mut items = Vec::new();
-    let mut revision = None;
-    let mut at = at;
     loop {
         let want = if limit == 0 { 0 } else { limit - items.len() };
-        let page = store
-            .list(&prefix, at, start_after.as_deref(), want, count_remaining)
+        items.extend(pages.next(ctx, presenter, filter, want).await?);
+        let full = limit > 0 && items.len() >= limit;
+        if pages.done() || full {
+            let continue_token = pages.continue_token();
+            return Ok(Listed {
+                items,
+                revision: pages.revision(),
+                remaining: if continue_token.is_empty() {
+                    None
+                } else {
+                    pages.remaining
+                },
+                continue_token,
+            });
+        }
+    }
+}
+
+/// A collection read page by page at one revision (`CHUNK-02`): the first page fixes it.
+pub(super) struct Pages {
+    prefix: String,
+    at: ReadAt,
+    start_after: Option<String>,
+    revision: Option<u64>,
+    continuing: bool,
+    count_remaining: bool,
+    /// The last key read and whether the store has more after it.
+    last_key: Option<String>,
+    more: bool,
+    remaining: Option<u64>,
+    started: bool,
+}
+
+impl Pages {
+    pub(super) async fn start(
+        ctx: &Ctx,
+        semantics: &ListSemantics,
+        filter: &Filter,
+    ) -> ApiResult<Pages> {
+        let prefix = ctx.rt.namespace_prefix(ctx.namespace());
+        let store = &ctx.inner.store;
+        let (at, start_after) = match semantics {
+            ListSemantics::MostRecent | ListSemantics::Any => (ReadAt::Latest, None),
+            ListSemantics::NotOlderThan(rev) => {
+                super::get::wait_for_revision(ctx, *rev).await?;
+                (ReadAt::Latest, None)
+            }
+            ListSemantics::Exact(rev) => (ReadAt::Exact(*rev), None),
+            ListSemantics::Continue(token) => {
+                if token.rv < store.compacted() {
+                    return Err(Status::expired(
+                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+                    )
+                    .into());
+                }
+                (
+                    ReadAt::Exact(token.rv),
+                    Some(format!("{prefix}{}", token.start)),
+                )
+            }
+        };
+        Ok(Pages {
+            prefix,
+            at,
+            start_after,
+            revision: None,
+            continuing: matches!(semantics, ListSemantics::Continue(_)),
+            count_remaining: filter.is_everything(),
+            last_key: None,
+            more: true,
+            remaining: None,
+            started: false,
+        })
+    }
+
+    /// Whether the store has nothing after the last page.
+    pub(super) fn done(&self) -> bool {
+        self.started && (!self.more || self.last_key.is_none())
+    }
+
+    /// The revision of the list (after the first page).
+    pub(super) fn revision(&self) -> u64 {
+        self.revision.unwrap_or(0)
+    }
+
+    /// The token that continues after the last page, empty when nothing follows.
+    pub(super) fn continue_token(&self) -> String {
+        match (&self.last_key, self.more) {
+            (Some(k), true) => {
+                let rel = k.strip_prefix(&self.prefix).unwrap_or(k);
+                ContinueToken::new(self.revision(), rel).encode()
+            }
+            _ => String::new(),
+        }
+    }
+
+    /// The next up to `want` keys (0: all that are left), those the filter keeps, as the
+    /// presenter shows them.
+    pub(super) async fn next(
+        &mut self,
+        ctx: &Ctx,
+        presenter: Option<&Presenter>,
+        filter: &Filter,
+        want: usize,
+    ) -> ApiResult<Vec<Obj>> {
+        if self.done() {
+            return Ok(Vec::new());
+        }
+        let target = ctx.target("");
+        let continuing = self.continuing;
+        let page = ctx
+            .inner
+            .store
+            .list(
+                &self.prefix,
+                self.at,
+                self.start_after.as_deref(),
+                want,
+                self.count_remaining,
+            )
             .await
             .map_err(|e| match e {
-                StorageError::Compacted { .. } if matches!(semantics, ListSemantics::Continue(_)) => {
+                StorageError::Compacted { .. } if continuing => {
                     ApiError::from(Status::expired("The provided continue parameter is too old to display a consistent list result."))
                 }
                 other => storage_error(other, target),
             })?;
+        self.started = true;
         // Every further page reads at the revision of the first (`CHUNK-02`).
-        at = ReadAt::Exact(page.revision);
-        revision.get_or_insert(page.revision);
-        let last_key = page.items.last().map(|v| v.key.clone());
+        self.at = ReadAt::Exact(page.revision);
+        self.revision.get_or_insert(page.revision);
+        self.last_key = page.items.last().map(|v| v.key.clone());
+        self.more = page.more;
+        self.remaining = page.remaining;
+        self.start_after.clone_from(&self.last_key);
         let mut kept = Vec::with_capacity(page.items.len());
         for v in page.items {
             if filter.is_everything() {
@@ -103,28 +205,6 @@ pub(super) async fn read_list(
                 }
             }
         }
-        items.extend(present_many(presenter, kept).await?);
-        let full = limit > 0 && items.len() >= limit;
-        if !page.more || full || last_key.is_none() {
-            let revision = revision.unwrap_or(page.revision);
-            let continue_token = match (&last_key, page.more) {
-                (Some(k), true) => {
-                    let rel = k.strip_prefix(&prefix).unwrap_or(k);
-                    ContinueToken::new(revision, rel).encode()
-                }
-                _ => String::new(),
-            };
-            return Ok(Listed {
-                items,
-                revision,
-                remaining: if continue_token.is_empty() {
-                    None
-                } else {
-                    page.remaining
-                },
-                continue_token,
-            });
-        }
-        start_after = last_key;
+        present_many(presenter, kept).await
     }
 }

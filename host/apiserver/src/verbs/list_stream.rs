@@ -1,0 +1,259 @@
+//! A LIST of a whole collection (no `limit`) in JSON or as a Table, streamed (issue 9
+//! "Bounded memory", as kube 1.33 streams its JSON list encoding): the response is written
+//! page by page as the store is read at one revision, so the gateway holds a few pages of
+//! it at a time, never the whole list, and the stored bytes of each item go out as they
+//! are (no copy into one response buffer). Gzip, when the client accepts it, compresses
+//! the stream as it goes.
+//!
+//! The first page is read before the response starts, so that everything that can refuse
+//! the request (a compacted or future revision, a bad continue token) still gets its
+//! `Status`. A storage failure after that ends the response early: the client sees a
+//! truncated body, as with kube-apiserver.
+
+use std::io::Write as _;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use http::{HeaderValue, Response, StatusCode, header};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use wasmgate_apimachinery::media::{MetaVersion, Output};
+use wasmgate_apimachinery::options::ListSemantics;
+use wasmgate_apimachinery::table;
+
+use super::list::Pages;
+use super::{Ctx, Filter, Obj};
+use crate::body::{self, Body};
+use crate::error::ApiResult;
+
+/// Keys read from the store per page (~2.6 MB of 1 KiB objects).
+const PAGE: usize = 2000;
+/// Pages buffered between the reader and the connection.
+const PAGES_IN_FLIGHT: usize = 2;
+/// Below this much in the first page, with nothing after it, the body is not compressed
+/// (kube-apiserver's threshold).
+const GZIP_MIN_BYTES: usize = 128 * 1024;
+
+/// Whether this list is streamed: no limit, compact JSON or a Table with the built-in
+/// columns (a printer plugin's failure midway would change the columns of a table
+/// already half sent, so those tables are built whole).
+pub(super) async fn streams(ctx: &Ctx, limit: u64) -> bool {
+    if limit != 0 || ctx.pretty() {
+        return false;
+    }
+    match ctx.output() {
+        Ok(Output::Json) => true,
+        Ok(Output::Table(_)) => super::printing::PluginPrinter::for_request(ctx)
+            .await
+            .is_none(),
+        _ => false,
+    }
+}
+
+pub(super) async fn respond(
+    ctx: &Ctx,
+    filter: Filter,
+    semantics: ListSemantics,
+    gzip: bool,
+) -> ApiResult<Response<Body>> {
+    let out = ctx.output()?;
+    let presenter = ctx.presenter();
+    let mut pages = Pages::start(ctx, &semantics, &filter).await?;
+    let first = pages.next(ctx, presenter.as_ref(), &filter, PAGE).await?;
+    let mut enc = Encoder::new(ctx, out, &pages);
+    let mut batch = enc.head(ctx, &first).await?;
+    enc.items(ctx, first, &mut batch).await?;
+    let compress =
+        gzip && (!pages.done() || batch.iter().map(Bytes::len).sum::<usize>() >= GZIP_MIN_BYTES);
+    let mut sink = Sink::new(compress);
+    let (tx, rx) = mpsc::channel(PAGES_IN_FLIGHT);
+    let ctx = ctx.detached();
+    tokio::spawn(async move {
+        let mut batch = batch;
+        loop {
+            if pages.done() {
+                batch.push(Bytes::from_static(b"]}"));
+                let _ = tx.send(sink.last(batch)).await;
+                return;
+            }
+            if tx.send(sink.batch(batch)).await.is_err() {
+                return;
+            }
+            batch = Vec::new();
+            let page = match pages.next(&ctx, presenter.as_ref(), &filter, PAGE).await {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::warn!(cause = ?e.cause, status = e.status.code, "streamed list ended early");
+                    return;
+                }
+            };
+            if let Err(e) = enc.items(&ctx, page, &mut batch).await {
+                tracing::warn!(cause = ?e.cause, status = e.status.code, "streamed list ended early");
+                return;
+            }
+        }
+    });
+    let mut resp = Response::new(body::channel(rx));
+    *resp.status_mut() = StatusCode::OK;
+    let headers = resp.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if compress {
+        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    }
+    Ok(resp)
+}
+
+/// The list's JSON, in pieces: the head (kind, metadata, the Table's columns), then the
+/// items (stored bytes as they are, or rows), separated by commas.
+struct Encoder {
+    out: Output,
+    list_kind: String,
+    api_version: String,
+    revision: u64,
+    first: bool,
+}
+
+impl Encoder {
+    fn new(ctx: &Ctx, out: Output, pages: &Pages) -> Encoder {
+        Encoder {
+            out,
+            list_kind: ctx.rt.list_kind.clone(),
+            api_version: ctx.api_version(),
+            revision: pages.revision(),
+            first: true,
+        }
+    }
+
+    async fn head(&self, ctx: &Ctx, first: &[Obj]) -> ApiResult<Vec<Bytes>> {
+        // No limit: no continue token, no remaining count; the revision only.
+        let mut meta = Map::new();
+        meta.insert("resourceVersion".into(), json!(self.revision.to_string()));
+        let head = match self.out {
+            Output::Table(v) => {
+                let (columns, _) = ctx.table_parts(&values(first)?, v).await?;
+                let t = table::Table {
+                    api_version: v.api_version().into(),
+                    metadata: Value::Object(meta),
+                    column_definitions: columns,
+                    rows: Vec::new(),
+                };
+                // `{…,"rows":[]}` without its last two bytes: the rows follow.
+                let mut whole = serde_json::to_vec(&t.to_json()).unwrap_or_default();
+                if whole.ends_with(b"[]}") {
+                    whole.truncate(whole.len() - 2);
+                }
+                whole
+            }
+            _ => {
+                let mut b = BytesMut::with_capacity(256);
+                b.put_slice(br#"{"kind":"#);
+                b.put_slice(&serde_json::to_vec(&self.list_kind).unwrap_or_default());
+                b.put_slice(br#","apiVersion":"#);
+                b.put_slice(&serde_json::to_vec(&self.api_version).unwrap_or_default());
+                b.put_slice(br#","metadata":"#);
+                b.put_slice(&serde_json::to_vec(&meta).unwrap_or_default());
+                b.put_slice(br#","items":["#);
+                b.to_vec()
+            }
+        };
+        Ok(vec![Bytes::from(head)])
+    }
+
+    /// Appends a page of items to `batch` as one buffer (one frame per page: hyper and
+    /// rustls handle a few large writes far better than many small ones).
+    async fn items(&mut self, ctx: &Ctx, items: Vec<Obj>, batch: &mut Vec<Bytes>) -> ApiResult<()> {
+        let encoded: Vec<Bytes> = match self.out {
+            Output::Table(v) => rows(ctx, &items, v).await?,
+            _ => items
+                .into_iter()
+                .map(|i| match i {
+                    Obj::Raw(r) => r,
+                    Obj::Value(v) => Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),
+                })
+                .collect(),
+        };
+        let mut b = BytesMut::with_capacity(encoded.iter().map(|e| e.len() + 1).sum());
+        for e in encoded {
+            if !self.first {
+                b.put_u8(b',');
+            }
+            self.first = false;
+            b.put_slice(&e);
+        }
+        if !b.is_empty() {
+            batch.push(b.freeze());
+        }
+        Ok(())
+    }
+}
+
+fn values(items: &[Obj]) -> ApiResult<Vec<Value>> {
+    items
+        .iter()
+        .map(|i| i.value().map(std::borrow::Cow::into_owned))
+        .collect()
+}
+
+async fn rows(ctx: &Ctx, items: &[Obj], v: MetaVersion) -> ApiResult<Vec<Bytes>> {
+    let (_, rows) = ctx.table_parts(&values(items)?, v).await?;
+    let t = table::Table {
+        api_version: v.api_version().into(),
+        metadata: Value::Null,
+        column_definitions: Vec::new(),
+        rows,
+    };
+    // Each row as the whole table would render it.
+    let json = t.to_json();
+    Ok(json["rows"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .map(|r| Bytes::from(serde_json::to_vec(r).unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// The bytes as they go to the connection: as they are, or through one gzip stream.
+struct Sink {
+    gzip: Option<flate2::write::GzEncoder<Vec<u8>>>,
+}
+
+impl Sink {
+    fn new(compress: bool) -> Sink {
+        Sink {
+            gzip: compress
+                .then(|| flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast())),
+        }
+    }
+
+    fn batch(&mut self, batch: Vec<Bytes>) -> Vec<Bytes> {
+        let Some(enc) = &mut self.gzip else {
+            return batch;
+        };
+        for b in &batch {
+            // Writing to a Vec does not fail.
+            let _ = enc.write_all(b);
+        }
+        let out = std::mem::take(enc.get_mut());
+        if out.is_empty() {
+            Vec::new()
+        } else {
+            vec![Bytes::from(out)]
+        }
+    }
+
+    fn last(&mut self, batch: Vec<Bytes>) -> Vec<Bytes> {
+        let mut out = self.batch(batch);
+        if let Some(enc) = self.gzip.take()
+            && let Ok(rest) = enc.finish()
+            && !rest.is_empty()
+        {
+            out.push(Bytes::from(rest));
+        }
+        out
+    }
+}
