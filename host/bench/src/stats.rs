@@ -228,6 +228,7 @@ pub struct CpuMeter {
     server: Option<Duration>,
     machine: Option<Duration>,
     server_pid: Option<u32>,
+    server_rss: Option<u64>,
 }
 
 /// CPU use over an interval, in cores (1.0 = one core busy the whole time).
@@ -243,6 +244,23 @@ pub struct CpuUse {
     /// processes competing for the same cores make the numbers noisy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub other_cores: Option<f64>,
+    /// The server's resident memory when the interval started, in KiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_rss_before_kib: Option<u64>,
+    /// The server's resident memory when it ended, in KiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_rss_after_kib: Option<u64>,
+}
+
+/// A process's resident set size (`VmRSS`), in KiB; `None` off Linux or when it is gone.
+pub fn process_rss_kib(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    rss_from_status(&text)
+}
+
+fn rss_from_status(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_ascii_whitespace().nth(1)?.parse().ok()
 }
 
 impl CpuMeter {
@@ -254,6 +272,7 @@ impl CpuMeter {
             server: server_pid.and_then(|p| process_cpu(Some(p))),
             machine: machine_busy(),
             server_pid,
+            server_rss: server_pid.and_then(process_rss_kib),
         }
     }
 
@@ -276,6 +295,8 @@ impl CpuMeter {
             client_cores,
             server_cores,
             other_cores,
+            server_rss_before_kib: self.server_rss,
+            server_rss_after_kib: self.server_pid.and_then(process_rss_kib),
         }
     }
 }
@@ -289,6 +310,9 @@ impl std::fmt::Display for CpuUse {
         }
         if self.other_cores.is_some() {
             write!(f, ", other {}", show(self.other_cores))?;
+        }
+        if let (Some(b), Some(a)) = (self.server_rss_before_kib, self.server_rss_after_kib) {
+            write!(f, "; server RSS {} -> {} MiB", b / 1024, a / 1024)?;
         }
         Ok(())
     }
@@ -407,5 +431,12 @@ mod tests {
         assert_eq!(cpu_from_stat("garbage"), None);
         let stat = "cpu  100 5 20 9999 7 1 2 3 0 0\ncpu0 1 1 1 1 1 1 1 1 0 0\n";
         assert_eq!(busy_from_proc_stat(stat), Some(Duration::from_millis(1310)));
+    }
+
+    #[test]
+    fn status_rss_parsing() {
+        let status = "Name:\twasmgate\nVmPeak:\t  900 kB\nVmRSS:\t  123456 kB\nVmHWM:\t 2 kB\n";
+        assert_eq!(rss_from_status(status), Some(123_456));
+        assert_eq!(rss_from_status("Name:\tx\n"), None);
     }
 }

@@ -70,6 +70,10 @@ pub struct WatchReport {
     pub duration_s: f64,
     /// CPU used while writing (measured window).
     pub cpu: CpuUse,
+    /// Server CPU per delivered event, in µs: from the first write to the end of the
+    /// drain, over every event delivered (the writes' own cost included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_us_per_event: Option<f64>,
 }
 
 impl WatchReport {
@@ -86,7 +90,7 @@ impl std::fmt::Display for WatchReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "watch   {} watchers, {:.0}/{:.0} writes/s: delivery {}  delivered {}/{}  missing {}  duplicates {}  out-of-order {}  watchers failed {}  | writes ok {} failed {} p99 {:.2} ms  ({})",
+            "watch   {} watchers, {:.0}/{:.0} writes/s: delivery {}  delivered {}/{}  missing {}  duplicates {}  out-of-order {}  watchers failed {}  | writes ok {} failed {} p99 {:.2} ms  ({}{})",
             self.watchers,
             self.rate_achieved,
             self.rate_target,
@@ -100,7 +104,10 @@ impl std::fmt::Display for WatchReport {
             self.writes_ok,
             self.write_errors,
             self.write_latency.p99_ms,
-            self.cpu
+            self.cpu,
+            self.server_us_per_event
+                .map(|us| format!("; server {us:.2} µs per delivered event"))
+                .unwrap_or_default()
         )
     }
 }
@@ -414,6 +421,10 @@ impl Bench {
             )));
         }
 
+        // Server CPU from the first write to the end of the drain: every delivery of the
+        // run (and the writes) in it.
+        let whole_run = CpuMeter::start(a.server_pid);
+        let whole_start = Instant::now();
         // Writers: sequence numbers are dealt round-robin; each is sent at its due time.
         let k = u64::from(a.watch_writers.max(1)).min(total.max(1));
         let gpool = self.ep.h2_pool(a.connections as usize).await?;
@@ -485,6 +496,8 @@ impl Bench {
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
+        let whole_cpu = whole_run.stop();
+        let whole_s = whole_start.elapsed().as_secs_f64();
         let _ = stop_tx.send(true);
         if let Some(p) = printer {
             p.abort();
@@ -521,6 +534,7 @@ impl Bench {
             ),
             duration_s: a.duration.as_secs_f64(),
             cpu,
+            server_us_per_event: None,
         };
         let mut delivery = Latency::new()?;
         for w in watchers {
@@ -547,6 +561,11 @@ impl Bench {
             }
         }
         report.delivery = delivery.summary();
+        if report.events_delivered > 0 {
+            report.server_us_per_event = whole_cpu
+                .server_cores
+                .map(|c| round3(c * whole_s * 1e6 / report.events_delivered as f64));
+        }
         Ok(report)
     }
 }
