@@ -1519,6 +1519,61 @@ async fn whole_lists_stream_page_by_page() {
     assert_eq!(rows[7]["cells"][0], "cm0007");
 }
 
+/// Issue 9 "Fan-out": a watch whose client takes nothing is ended once it falls out of the
+/// store's in-memory window (as kube's cacher ends unresponsive watchers), and a watch that
+/// keeps up beside it loses nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_watcher_is_ended_and_a_fast_one_loses_nothing() {
+    let s = Server::with_store(
+        Options::default(),
+        wasmgate_storage::StoreOptions {
+            watch_ring: 64,
+            ..Default::default()
+        },
+    )
+    .await;
+    s.create_ns("w").await;
+    let uri = "/api/v1/namespaces/w/configmaps?watch=1";
+    let mut slow = s.watch(uri).await;
+    let mut fast = s.watch(uri).await;
+    const N: usize = 600;
+    let reader = tokio::spawn(async move {
+        let mut names = Vec::new();
+        while names.len() < N {
+            let ev = fast.next().await.expect("the fast watch goes on");
+            assert_eq!(ev["type"], "ADDED");
+            names.push(
+                ev["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            );
+        }
+        names
+    });
+    // The slow watch holds at most a few batches; after those, the ring (64 events) moves
+    // on past it while it waits for its client.
+    for i in 0..N {
+        s.create_cm("w", &format!("c{i:03}"), json!({})).await;
+    }
+    let names = reader.await.unwrap();
+    let want: Vec<String> = (0..N).map(|i| format!("c{i:03}")).collect();
+    assert_eq!(names, want, "every event, once, in order");
+    // The slow one: what it was given before it fell behind, then the end of its stream.
+    let mut got = 0;
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while slow.next().await.is_some() {
+            got += 1;
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the slow watch was not ended");
+    assert!(
+        got > 0 && got < N,
+        "the slow watch got {got} of {N} events before it ended"
+    );
+}
+
 #[tokio::test]
 async fn url_10_updates_to_a_terminating_namespace_do_not_skip_content_cleanup() {
     let s = Server::with(Options {

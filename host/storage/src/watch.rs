@@ -200,6 +200,16 @@ impl Watcher {
         }
     }
 
+    /// Whether events this watcher has not taken yet have left the in-memory ring: its
+    /// next events would be read back from the engine's log. A live watcher gets here only
+    /// by not keeping up.
+    pub fn behind_memory(&self) -> bool {
+        let Ok(ring) = self.shared.hub.ring.read() else {
+            return false;
+        };
+        self.cursor + 1 < ring.first_rev() && self.cursor < self.shared.hub.last()
+    }
+
     /// Whether an event is ready without waiting.
     pub fn has_buffered(&self) -> bool {
         !self.buf.is_empty()

@@ -5,10 +5,13 @@
 //! HTTP errors; errors after it started are an `ERROR` event with a Status, then the end.
 //! The stream ends cleanly at `timeoutSeconds`, at shutdown, or when the client leaves.
 //!
-//! ## Cancel safety
+//! ## Slow clients
 //! A slow client slows only its own stream: frames go through a small channel, and while
-//! it is full the watcher stops reading (its cursor stays; events stay in the store's ring
-//! or log), so memory does not grow with the backlog.
+//! it is full the watcher stops reading (its cursor stays; events stay in the store's
+//! ring), so memory does not grow with the backlog. Once the ring has moved past it, the
+//! watch ends (as kube's cacher ends unresponsive watchers) rather than read its events
+//! back from disk with CPU the writers need; its client watches again from the last
+//! revision it got.
 
 use std::any::Any;
 use std::sync::Arc;
@@ -31,10 +34,14 @@ use crate::body::{self, Body};
 use crate::error::{ApiResult, storage_error};
 use crate::object::{self, meta};
 
-/// Batches of frames buffered per watch before the watcher waits for the client.
-const CHANNEL_FRAMES: usize = 64;
+/// Batches of frames buffered per watch before the watcher waits for the client (the
+/// events themselves wait in the store's ring: the watcher takes them when there is room).
+const CHANNEL_BATCHES: usize = 4;
 /// Largest batch made of ready events (the bytes of its frames).
 const COALESCE_BYTES: usize = 256 * 1024;
+/// How often a watch whose client does not take its events checks whether it has fallen
+/// out of the store's in-memory window.
+const LAG_CHECK: Duration = Duration::from_millis(200);
 
 pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     let opts = ListOptions::from_query(&ctx.query).map_err(|e| Status::bad_request(e.0))?;
@@ -89,7 +96,7 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
             min + min.mul_f64(rand::rng().random::<f64>())
         }
     };
-    let (tx, rx) = mpsc::channel(CHANNEL_FRAMES);
+    let (tx, rx) = mpsc::channel(CHANNEL_BATCHES);
     let printer = match output {
         Output::Table(_) => match super::printing::PluginPrinter::for_request(ctx).await {
             Some(Ok(p)) => Some(p),
@@ -254,13 +261,19 @@ impl Stream {
                     self.frame("ADDED", &raw, Some(&v)).await
                 }
             };
-            if !self.send(vec![frame], &mut shutdown, &mut deadline).await {
+            if !self
+                .send(vec![frame], &watcher, &mut shutdown, &mut deadline)
+                .await
+            {
                 return;
             }
         }
         if initial_bookmark {
             let frame = self.bookmark(from, true);
-            if !self.send(vec![frame], &mut shutdown, &mut deadline).await {
+            if !self
+                .send(vec![frame], &watcher, &mut shutdown, &mut deadline)
+                .await
+            {
                 return;
             }
         }
@@ -324,7 +337,9 @@ impl Stream {
                         }
                     };
                     let f = json_frame("ERROR", &status.to_json());
-                    let _ = self.send(vec![f], &mut shutdown, &mut deadline).await;
+                    let _ = self
+                        .send(vec![f], &watcher, &mut shutdown, &mut deadline)
+                        .await;
                     return;
                 }
                 None if bookmark_due && !watcher.has_buffered() => {
@@ -332,23 +347,55 @@ impl Stream {
                 }
                 None => continue,
             };
-            if !self.send(frame, &mut shutdown, &mut deadline).await {
+            if !self
+                .send(frame, &watcher, &mut shutdown, &mut deadline)
+                .await
+            {
                 return;
             }
         }
     }
 
+    /// Hands `frames` to the connection. While the client does not take them, the
+    /// watch ends if it falls out of the store's in-memory window (kube's cacher ends
+    /// unresponsive watchers the same way): a client that cannot keep up would otherwise
+    /// make the gateway read its events back from disk, CPU the writers need. Its client
+    /// watches again from the last revision it got (and relists if that is gone).
     async fn send(
         &self,
         frames: Vec<Bytes>,
+        watcher: &Watcher,
         shutdown: &mut tokio::sync::watch::Receiver<bool>,
         deadline: &mut std::pin::Pin<&mut tokio::time::Sleep>,
     ) -> bool {
-        tokio::select! {
-            r = self.tx.send(frames) => r.is_ok(),
-            _ = shutdown.wait_for(|s| *s) => false,
-            _ = deadline.as_mut() => false,
-        }
+        let permit = match self.tx.try_reserve() {
+            Ok(p) => p,
+            Err(mpsc::error::TrySendError::Closed(())) => return false,
+            Err(mpsc::error::TrySendError::Full(())) => {
+                let lagging = async {
+                    loop {
+                        tokio::time::sleep(LAG_CHECK).await;
+                        if watcher.behind_memory() {
+                            return;
+                        }
+                    }
+                };
+                tokio::select! {
+                    r = self.tx.reserve() => match r {
+                        Ok(p) => p,
+                        Err(_) => return false,
+                    },
+                    _ = lagging => {
+                        tracing::info!(resource = %self.rt.resource, "ending a watch whose client fell behind");
+                        return false;
+                    }
+                    _ = shutdown.wait_for(|s| *s) => return false,
+                    _ = deadline.as_mut() => return false,
+                }
+            }
+        };
+        permit.send(frames);
+        true
     }
 
     /// The frame for a store event, or `None` when this watcher's selectors hide it.

@@ -77,8 +77,12 @@ impl Server {
     }
 
     pub async fn with(options: Options) -> Server {
+        Server::with_store(options, StoreOptions::default()).await
+    }
+
+    pub async fn with_store(options: Options, store: StoreOptions) -> Server {
         let engine = std::sync::Arc::new(EmbeddedEngine::in_memory().unwrap());
-        let store = Store::open(engine, StoreOptions::default()).await.unwrap();
+        let store = Store::open(engine, store).await.unwrap();
         Server {
             api: ApiServer::new(store, options).await.unwrap(),
         }
