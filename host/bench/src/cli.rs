@@ -18,7 +18,8 @@ use serde::Serialize;
 ///           owns its objects, so there are no conflicts.
 ///
 ///   list    LIST of a collection of LIST_SIZE objects (namespace NAMESPACE-list, emptied
-///           and refilled first), with limit=LIST_SIZE.
+///           and refilled first), with limit=LIST_SIZE (or LIST_LIMIT; 0: none), as JSON or
+///           (with --list-table) as a Table.
 ///
 ///   watch   WATCHERS watches (each its own connection, or HTTP/2 stream) from one
 ///           resourceVersion; a writer creates RATE objects/s stamped with their send time.
@@ -81,6 +82,16 @@ pub struct Args {
     /// Objects in the listed collection (and the limit of each list request)
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub list_size: u32,
+
+    /// The limit of each list request instead of --list-size (0: no limit, the whole
+    /// collection in one response)
+    #[arg(long)]
+    pub list_limit: Option<u32>,
+
+    /// Ask for lists as a Table (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`, as
+    /// kubectl get does)
+    #[arg(long)]
+    pub list_table: bool,
 
     /// What to create: built-in ConfigMaps, or Widgets of the example CRD
     /// (examples/crds/widgets.yaml: a structural schema with defaults and CEL rules; the

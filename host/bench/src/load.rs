@@ -178,14 +178,22 @@ impl Op for UpdateOp {
 /// LIST one collection.
 struct ListOp {
     uri: Uri,
+    table: bool,
 }
+
+/// What kubectl get asks for.
+const TABLE_ACCEPT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
 
 impl Op for ListOp {
     fn next(&mut self, ep: &Endpoint) -> (Request<ReqBody>, bool) {
-        (
-            ep.request(Method::GET, self.uri.clone(), bytes::Bytes::new()),
-            true,
-        )
+        let mut req = ep.request(Method::GET, self.uri.clone(), bytes::Bytes::new());
+        if self.table {
+            req.headers_mut().insert(
+                http::header::ACCEPT,
+                http::HeaderValue::from_static(TABLE_ACCEPT),
+            );
+        }
+        (req, true)
     }
 }
 
@@ -421,7 +429,10 @@ impl Bench {
         );
         self.populate(&ns, names, self.args.concurrency as usize)
             .await?;
-        let path = format!("{coll}?limit={n}");
+        let path = match self.args.list_limit.unwrap_or(self.args.list_size) {
+            0 => coll.clone(),
+            limit => format!("{coll}?limit={limit}"),
+        };
         // Check the collection once: warn when the list does not return exactly the
         // objects just made (the run goes on).
         let r = self.call(&mut ctl, Method::GET, &path, None).await?;
@@ -430,12 +441,19 @@ impl Bench {
         }
         let v: serde_json::Value = serde_json::from_slice(&r.body).context("list response")?;
         let items = v["items"].as_array().map_or(0, Vec::len) as u64;
-        if items != n as u64 {
-            eprintln!("warning: list of {ns} returned {items} items, expected {n}");
+        let want = match self.args.list_limit {
+            Some(l) if l > 0 => n.min(l as usize),
+            _ => n,
+        };
+        if items != want as u64 {
+            eprintln!("warning: list of {ns} returned {items} items, expected {want}");
         }
         let uri = self.ep.uri(&path)?;
         let ops = (0..self.args.concurrency)
-            .map(|_| ListOp { uri: uri.clone() })
+            .map(|_| ListOp {
+                uri: uri.clone(),
+                table: self.args.list_table,
+            })
             .collect();
         let mut report = self.run_load("list", ops).await?;
         report.list_items = Some(items);

@@ -65,6 +65,11 @@ pub struct Params {
     pub objects: u32,
     /// Listed collection size.
     pub list_size: u32,
+    /// The limit of list requests, when not --list-size (0: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list_limit: Option<u32>,
+    /// Lists asked for as Tables.
+    pub list_table: bool,
     /// Namespace.
     pub namespace: String,
     /// Client runtime threads.
@@ -90,6 +95,8 @@ impl Params {
             watch_writers: args.watch_writers,
             objects: args.objects,
             list_size: args.list_size,
+            list_limit: args.list_limit,
+            list_table: args.list_table,
             namespace: args.namespace.clone(),
             client_threads: args.client_threads,
             timeout_s: args.timeout.as_secs_f64(),

@@ -134,6 +134,13 @@ impl Pages {
         })
     }
 
+    /// Pages without `remainingItemCount` (a streamed list has no use for it, and each
+    /// count reads the rest of the collection).
+    pub(super) fn without_counts(mut self) -> Pages {
+        self.count_remaining = false;
+        self
+    }
+
     /// Whether the store has nothing after the last page.
     pub(super) fn done(&self) -> bool {
         self.started && (!self.more || self.last_key.is_none())

@@ -57,7 +57,9 @@ pub(super) async fn respond(
 ) -> ApiResult<Response<Body>> {
     let out = ctx.output()?;
     let presenter = ctx.presenter();
-    let mut pages = Pages::start(ctx, &semantics, &filter).await?;
+    let mut pages = Pages::start(ctx, &semantics, &filter)
+        .await?
+        .without_counts();
     let first = pages.next(ctx, presenter.as_ref(), &filter, PAGE).await?;
     let mut enc = Encoder::new(ctx, out, &pages);
     let mut batch = enc.head(ctx, &first).await?;
