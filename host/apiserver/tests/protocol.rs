@@ -1574,6 +1574,39 @@ async fn a_slow_watcher_is_ended_and_a_fast_one_loses_nothing() {
     );
 }
 
+/// Issue 9 "Faults": 1,000 watches whose clients leave at once leave no task behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_watches_that_leave_at_once_leave_no_task_behind() {
+    let s = Server::new().await;
+    s.create_ns("gone").await;
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let before = metrics.num_alive_tasks();
+    let mut watches = Vec::new();
+    for _ in 0..1000 {
+        watches.push(s.watch("/api/v1/namespaces/gone/configmaps?watch=1").await);
+    }
+    s.create_cm("gone", "one", json!({})).await;
+    for w in watches.iter_mut().step_by(100) {
+        assert_eq!(w.next().await.unwrap()["type"], "ADDED");
+    }
+    assert!(
+        metrics.num_alive_tasks() >= before + 1000,
+        "a task per watch"
+    );
+    drop(watches);
+    // Each watch notices its client is gone and ends (a few tasks of slack for the
+    // server's own background work starting meanwhile).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while metrics.num_alive_tasks() > before + 10 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} tasks left of {before}",
+            metrics.num_alive_tasks()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn url_10_updates_to_a_terminating_namespace_do_not_skip_content_cleanup() {
     let s = Server::with(Options {
