@@ -4,7 +4,8 @@
 //! wording: a denial is `admission plugin "NAME" denied the request: MESSAGE` with the
 //! plugin's code (403 when it gives none), reason and causes; a failing plugin
 //! (trap, timeout, out of memory, malformed result) is a 500 `InternalError` under
-//! `failurePolicy: Fail`, and a `Warning` under `Ignore`.
+//! `failurePolicy: Fail`, and a `Warning` under `Ignore`. [`AdmissionError`] names
+//! these outcomes; its one mapping to `Status` is the wording above.
 
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use serde_json::Value;
 use wasmgate_apimachinery::status::{Status, StatusCause};
 use wasmgate_plugin_runtime::CallError;
 use wasmgate_plugin_runtime::wit::{
-    AdmissionRequest, AdmissionResponse, GroupVersionKind, GroupVersionResource, Mutation,
+    self, AdmissionRequest, AdmissionResponse, GroupVersionKind, GroupVersionResource, Mutation,
     Operation, UserInfo,
 };
 use wasmgate_storage::ReadAt;
@@ -29,11 +30,151 @@ pub(crate) struct Admission {
     inner: Arc<crate::Inner>,
 }
 
-/// `Status.details` of a denial: the object, as kubectl names it in its message.
-fn denial_details(req: &AdmissionRequest, s: &mut Status) {
-    s.details.name = req.name.clone();
-    s.details.group = req.kind.group.clone();
-    s.details.kind = req.kind.kind.clone();
+/// Why admission stopped a request: the outcomes kube-apiserver tells apart, each mapped
+/// to its `Status` in one place ([`AdmissionError::status`]).
+#[derive(Debug)]
+pub(crate) enum AdmissionError {
+    /// A plugin said no.
+    Denied(Box<Denial>),
+    /// A plugin failed (trap, timeout, out of memory, malformed result) under
+    /// `failurePolicy: Fail`.
+    Failed { plugin: String, error: CallError },
+    /// A mutation changed what the object is (kind, apiVersion, name, namespace, uid).
+    IdentityChanged {
+        plugin: String,
+        field: &'static str,
+        was: Option<String>,
+        is: Option<String>,
+    },
+}
+
+/// A plugin's denial: its own Status when it gave one; `object` (name, group, kind) names
+/// what was denied (`Status.details`, as kubectl words its message).
+#[derive(Debug)]
+pub(crate) struct Denial {
+    plugin: String,
+    status: Option<wit::Status>,
+    object: (String, String, String),
+}
+
+impl AdmissionError {
+    fn denied(b: &Binding, status: Option<wit::Status>, req: &AdmissionRequest) -> Self {
+        AdmissionError::Denied(Box::new(Denial {
+            plugin: b.name.clone(),
+            status,
+            object: (
+                req.name.clone(),
+                req.kind.group.clone(),
+                req.kind.kind.clone(),
+            ),
+        }))
+    }
+
+    /// What the client gets.
+    pub(crate) fn status(&self) -> Status {
+        match self {
+            AdmissionError::Denied(d) => {
+                let (name, group, kind) = &d.object;
+                let mut s = denial_status(&d.plugin, d.status.as_ref());
+                s.details.name.clone_from(name);
+                s.details.group.clone_from(group);
+                s.details.kind.clone_from(kind);
+                s
+            }
+            AdmissionError::Failed { plugin, error } => {
+                let mut s = Status::failure(
+                    500,
+                    "InternalError",
+                    format!("Internal error occurred: failed calling plugin {plugin:?}: {error}"),
+                );
+                s.details.causes = vec![StatusCause {
+                    reason: error.cause().into(),
+                    message: format!("plugin {plugin:?}: {error}"),
+                    field: String::new(),
+                }];
+                s
+            }
+            AdmissionError::IdentityChanged {
+                plugin,
+                field,
+                was,
+                is,
+            } => {
+                let mut s = Status::failure(
+                    500,
+                    "InternalError",
+                    format!(
+                        "Internal error occurred: plugin {plugin:?} changed {field} from {:?} to {:?}; a mutation may not change what the object is",
+                        was.as_deref().unwrap_or(""),
+                        is.as_deref().unwrap_or("")
+                    ),
+                );
+                s.details.causes = vec![StatusCause {
+                    reason: "FieldValueForbidden".into(),
+                    message: format!("plugin {plugin:?} may not change {field}"),
+                    field: (*field).into(),
+                }];
+                s
+            }
+        }
+    }
+}
+
+impl From<AdmissionError> for ApiError {
+    fn from(e: AdmissionError) -> ApiError {
+        e.status().into()
+    }
+}
+
+/// kube's wording of a webhook denial: `admission plugin "NAME" denied the request: …`,
+/// with the plugin's code (403 when it gives none), reason and causes.
+fn denial_status(plugin: &str, st: Option<&wit::Status>) -> Status {
+    let denied = format!("admission plugin {plugin:?} denied the request");
+    let Some(st) = st else {
+        return Status::failure(403, "Forbidden", format!("{denied} without explanation"));
+    };
+    let code = if (400..600).contains(&st.code) {
+        st.code
+    } else {
+        403
+    };
+    let reason = if st.reason.is_empty() {
+        "Forbidden"
+    } else {
+        &st.reason
+    };
+    let mut msg = if st.message.is_empty() {
+        denied
+    } else {
+        format!("{denied}: {}", st.message)
+    };
+    // As kube's field errors read in a message: `field: message`, several in brackets.
+    // kubectl prints the message of every reason but Invalid (for which it prints the
+    // causes).
+    let causes: Vec<String> = st
+        .causes
+        .iter()
+        .map(|c| match c.field.as_str() {
+            "" => c.message.clone(),
+            f => format!("{f}: {}", c.message),
+        })
+        .collect();
+    match causes.len() {
+        0 => {}
+        1 => msg = format!("{msg}: {}", causes[0]),
+        _ => msg = format!("{msg}: [{}]", causes.join(", ")),
+    }
+    let mut s = Status::failure(code, reason, msg);
+    s.details.causes = st
+        .causes
+        .iter()
+        .map(|c| StatusCause {
+            reason: c.reason.clone(),
+            message: c.message.clone(),
+            field: c.field.clone(),
+        })
+        .collect();
+    s
 }
 
 impl Ctx {
@@ -155,14 +296,11 @@ impl Admission {
             let resp = match b.call(metrics, "mutate", b.plugin.mutate(&self.req)).await {
                 Ok(r) => r,
                 Err(e) => {
-                    failed(metrics, b, &e, warnings)?;
+                    failed(metrics, b, e, warnings)?;
                     continue;
                 }
             };
-            let resp = respond(metrics, b, resp, warnings).map_err(|mut e| {
-                denial_details(&self.req, &mut e.status);
-                e
-            })?;
+            let resp = respond(metrics, b, &self.req, resp, warnings)?;
             let Some(mutation) = resp.mutation else {
                 continue;
             };
@@ -175,7 +313,7 @@ impl Admission {
                 }
                 Ok(false) => {}
                 Err(e) => {
-                    failed(metrics, b, &e, warnings)?;
+                    failed(metrics, b, e, warnings)?;
                     continue;
                 }
             }
@@ -212,12 +350,9 @@ impl Admission {
         for (b, r) in validators.into_iter().zip(results) {
             match r {
                 Ok(resp) => {
-                    respond(metrics, b, resp, warnings).map_err(|mut e| {
-                        denial_details(&self.req, &mut e.status);
-                        e
-                    })?;
+                    respond(metrics, b, req, resp, warnings)?;
                 }
-                Err(e) => failed(metrics, b, &e, warnings)?,
+                Err(e) => failed(metrics, b, e, warnings)?,
             }
         }
         Ok(())
@@ -228,90 +363,32 @@ impl Admission {
 fn respond(
     metrics: &crate::metrics::Metrics,
     b: &Binding,
+    req: &AdmissionRequest,
     resp: AdmissionResponse,
     warnings: &mut Vec<String>,
-) -> ApiResult<AdmissionResponse> {
+) -> Result<AdmissionResponse, AdmissionError> {
     warnings.extend(resp.warnings.iter().cloned());
     if resp.allowed {
         return Ok(resp);
     }
     metrics.plugin_denial(&b.name);
-    let denied = format!("admission plugin {:?} denied the request", b.name);
-    let s = match &resp.status {
-        None => Status::failure(403, "Forbidden", format!("{denied} without explanation")),
-        Some(st) => {
-            let code = if (400..600).contains(&st.code) {
-                st.code
-            } else {
-                403
-            };
-            let reason = if st.reason.is_empty() {
-                "Forbidden"
-            } else {
-                &st.reason
-            };
-            let mut msg = if st.message.is_empty() {
-                denied
-            } else {
-                format!("{denied}: {}", st.message)
-            };
-            // As kube's field errors read in a message: `field: message`, several in
-            // brackets. kubectl prints the message of every reason but Invalid (for which
-            // it prints the causes).
-            let causes: Vec<String> = st
-                .causes
-                .iter()
-                .map(|c| match c.field.as_str() {
-                    "" => c.message.clone(),
-                    f => format!("{f}: {}", c.message),
-                })
-                .collect();
-            match causes.len() {
-                0 => {}
-                1 => msg = format!("{msg}: {}", causes[0]),
-                _ => msg = format!("{msg}: [{}]", causes.join(", ")),
-            }
-            let mut s = Status::failure(code, reason, msg);
-            s.details.causes = st
-                .causes
-                .iter()
-                .map(|c| StatusCause {
-                    reason: c.reason.clone(),
-                    message: c.message.clone(),
-                    field: c.field.clone(),
-                })
-                .collect();
-            s
-        }
-    };
-    Err(s.into())
+    Err(AdmissionError::denied(b, resp.status, req))
 }
 
-/// A failed call under the binding's failure policy.
+/// A failed call under the binding's failure policy: an error (`Fail`), or a warning and
+/// on (`Ignore`).
 fn failed(
     metrics: &crate::metrics::Metrics,
     b: &Binding,
-    e: &CallError,
+    e: CallError,
     warnings: &mut Vec<String>,
-) -> ApiResult<()> {
+) -> Result<(), AdmissionError> {
     tracing::warn!(plugin = %b.name, cause = e.cause(), "plugin call failed: {e}");
     match b.failure_policy {
-        FailurePolicy::Fail => {
-            let mut s = Status::failure(
-                500,
-                "InternalError",
-                format!(
-                    "Internal error occurred: failed calling plugin {:?}: {e}",
-                    b.name
-                ),
-            );
-            s.details.causes = vec![StatusCause {
-                reason: e.cause().into(),
-                message: format!("plugin {:?}: {e}", b.name),
-                field: String::new(),
-            }];
-            Err(s.into())
-        }
+        FailurePolicy::Fail => Err(AdmissionError::Failed {
+            plugin: b.name.clone(),
+            error: e,
+        }),
         FailurePolicy::Ignore => {
             metrics.plugin_failure_ignored(&b.name);
             warnings.push(format!(
@@ -411,26 +488,16 @@ impl Identity {
 }
 
 /// A mutation may not change what the object is ([`Identity`]).
-fn check_identity(b: &Binding, before: &Identity, after: &Value) -> ApiResult<()> {
+fn check_identity(b: &Binding, before: &Identity, after: &Value) -> Result<(), AdmissionError> {
     let after = Identity::of(after);
     for ((field, was), is) in IDENTITY_FIELDS.iter().zip(&before.0).zip(&after.0) {
         if was != is {
-            let mut s = Status::failure(
-                500,
-                "InternalError",
-                format!(
-                    "Internal error occurred: plugin {:?} changed {field} from {:?} to {:?}; a mutation may not change what the object is",
-                    b.name,
-                    was.as_deref().unwrap_or(""),
-                    is.as_deref().unwrap_or("")
-                ),
-            );
-            s.details.causes = vec![StatusCause {
-                reason: "FieldValueForbidden".into(),
-                message: format!("plugin {:?} may not change {field}", b.name),
-                field: (*field).into(),
-            }];
-            return Err(s.into());
+            return Err(AdmissionError::IdentityChanged {
+                plugin: b.name.clone(),
+                field,
+                was: was.clone(),
+                is: is.clone(),
+            });
         }
     }
     Ok(())
@@ -446,6 +513,79 @@ mod tests {
 
     fn patch(ops: Value) -> Mutation {
         Mutation::JsonPatch(ops.to_string())
+    }
+
+    /// ADM (issue 8, step 0): each admission outcome maps to the Status kube-apiserver
+    /// gives it: a denial (the plugin's code, 403 without one, the object in the details),
+    /// a failure under `failurePolicy: Fail` (500, the cause), a mutation that changed
+    /// what the object is (500, naming the field).
+    #[test]
+    fn admission_outcomes_map_to_kubes_statuses() {
+        let object = (
+            "w1".to_string(),
+            "example.com".to_string(),
+            "Widget".to_string(),
+        );
+        let bare = AdmissionError::Denied(Box::new(Denial {
+            plugin: "p".into(),
+            status: None,
+            object: object.clone(),
+        }))
+        .status();
+        assert_eq!((bare.code, bare.reason.as_str()), (403, "Forbidden"));
+        assert_eq!(
+            bare.message,
+            "admission plugin \"p\" denied the request without explanation"
+        );
+        assert_eq!(
+            (bare.details.name.as_str(), bare.details.kind.as_str()),
+            ("w1", "Widget")
+        );
+        let invalid = AdmissionError::Denied(Box::new(Denial {
+            plugin: "p".into(),
+            status: Some(wit::Status {
+                code: 422,
+                reason: "Invalid".into(),
+                message: "too big".into(),
+                causes: vec![wit::StatusCause {
+                    reason: "FieldValueInvalid".into(),
+                    message: "at most 5".into(),
+                    field: "spec.replicas".into(),
+                }],
+            }),
+            object,
+        }))
+        .status();
+        assert_eq!((invalid.code, invalid.reason.as_str()), (422, "Invalid"));
+        assert_eq!(
+            invalid.message,
+            "admission plugin \"p\" denied the request: too big: spec.replicas: at most 5"
+        );
+        assert_eq!(invalid.details.causes[0].field, "spec.replicas");
+        let timeout = AdmissionError::Failed {
+            plugin: "p".into(),
+            error: CallError::Timeout(std::time::Duration::from_millis(100)),
+        }
+        .status();
+        assert_eq!(
+            (timeout.code, timeout.reason.as_str()),
+            (500, "InternalError")
+        );
+        assert_eq!(timeout.details.causes[0].reason, "timeout");
+        let renamed = AdmissionError::IdentityChanged {
+            plugin: "p".into(),
+            field: "metadata.name",
+            was: Some("a".into()),
+            is: Some("b".into()),
+        }
+        .status();
+        assert_eq!(renamed.code, 500);
+        assert!(
+            renamed
+                .message
+                .contains("changed metadata.name from \"a\" to \"b\"")
+        );
+        assert_eq!(renamed.details.causes[0].field, "metadata.name");
     }
 
     /// ADM (issue 8): a JSON patch applies in place and says the object changed.
