@@ -1607,6 +1607,50 @@ async fn a_thousand_watches_that_leave_at_once_leave_no_task_behind() {
     }
 }
 
+/// Issue 9 "Bounded memory": a watch's initial state is read and sent page by page
+/// (2,000 keys a page): every object once, in order, then the end-of-initial-events
+/// bookmark (`GAP-03`) and the live events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watchs_initial_state_streams_page_by_page() {
+    let s = Server::new().await;
+    s.create_ns("init").await;
+    const N: usize = 2345;
+    for i in 0..N {
+        s.create_cm("init", &format!("c{i:04}"), json!({})).await;
+    }
+    let mut w = s
+        .watch("/api/v1/namespaces/init/configmaps?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan")
+        .await;
+    let mut names = Vec::new();
+    for _ in 0..N {
+        let ev = w.next().await.unwrap();
+        assert_eq!(ev["type"], "ADDED");
+        names.push(
+            ev["object"]["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let want: Vec<String> = (0..N).map(|i| format!("c{i:04}")).collect();
+    assert_eq!(names, want);
+    let end = w.next().await.unwrap();
+    assert_eq!(end["type"], "BOOKMARK");
+    assert_eq!(
+        end["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+    s.create_cm("init", "live", json!({})).await;
+    let live = w.next().await.unwrap();
+    assert_eq!(
+        (
+            live["type"].as_str(),
+            live["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("ADDED"), Some("live"))
+    );
+}
+
 #[tokio::test]
 async fn url_10_updates_to_a_terminating_namespace_do_not_skip_content_cleanup() {
     let s = Server::with(Options {

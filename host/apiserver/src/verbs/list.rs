@@ -13,6 +13,10 @@ use crate::error::{ApiError, ApiResult, storage_error};
 use crate::kinds::{Presenter, present_many};
 use crate::object;
 
+/// Keys read from the store per page of a streamed response (a whole-collection LIST, a
+/// watch's initial state): ~2.6 MB of 1 KiB objects.
+pub(super) const PAGE: usize = 2000;
+
 /// The items of one page and where the next starts.
 pub(super) struct Listed {
     pub(super) items: Vec<Obj>,

@@ -20,13 +20,11 @@ use wasmgate_apimachinery::media::{MetaVersion, Output};
 use wasmgate_apimachinery::options::ListSemantics;
 use wasmgate_apimachinery::table;
 
-use super::list::Pages;
+use super::list::{PAGE, Pages};
 use super::{Ctx, Filter, Obj};
 use crate::body::{self, Body};
 use crate::error::ApiResult;
 
-/// Keys read from the store per page (~2.6 MB of 1 KiB objects).
-const PAGE: usize = 2000;
 /// Pages buffered between the reader and the connection.
 const PAGES_IN_FLIGHT: usize = 2;
 /// Below this much in the first page, with nothing after it, the body is not compressed

@@ -28,7 +28,7 @@ use wasmgate_apimachinery::status::Status;
 use wasmgate_apimachinery::table::{self, IncludeObject};
 use wasmgate_storage::{Event, EventKind, StorageError, Watcher};
 
-use super::list::read_list;
+use super::list::{PAGE, Pages};
 use super::{Ctx, Filter, Obj};
 use crate::body::{self, Body};
 use crate::error::{ApiResult, storage_error};
@@ -75,16 +75,26 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
                 Some(rev) => ListSemantics::NotOlderThan(rev),
                 None => ListSemantics::MostRecent,
             };
-            let listed = read_list(ctx, presenter.as_ref(), &filter, semantics, 0).await?;
-            (listed.items, listed.revision, bookmark)
+            // The current state, a page at a time (the first now, so that a refusal
+            // still gets its Status; the rest as the client takes them).
+            let mut pages = Pages::start(ctx, &semantics, &filter)
+                .await?
+                .without_counts();
+            let first = pages.next(ctx, presenter.as_ref(), &filter, PAGE).await?;
+            let from = pages.revision();
+            let initial = Initial {
+                items: first,
+                rest: Some((ctx.detached(), pages)),
+            };
+            (initial, from, bookmark)
         }
         WatchStart::After(rev) => {
             // A revision the store has not reached: wait briefly, then kube's
             // "Too large resource version" (504), as for a get or list (`RV-09`).
             super::get::wait_for_revision(ctx, rev).await?;
-            (Vec::new(), rev, false)
+            (Initial::none(), rev, false)
         }
-        WatchStart::Now => (Vec::new(), store.revision(), false),
+        WatchStart::Now => (Initial::none(), store.revision(), false),
     };
     let watcher = store
         .watch(&prefix, from)
@@ -164,6 +174,22 @@ struct EventCache {
     json_frames: [std::sync::OnceLock<Bytes>; 3],
 }
 
+/// The synthetic ADDED events a watch starts with: a page read, and where the rest
+/// comes from.
+struct Initial {
+    items: Vec<Obj>,
+    rest: Option<(Ctx, Pages)>,
+}
+
+impl Initial {
+    fn none() -> Initial {
+        Initial {
+            items: Vec::new(),
+            rest: None,
+        }
+    }
+}
+
 /// The decoded object and previous object of an event.
 struct DecodedEvent {
     obj: Option<Value>,
@@ -240,7 +266,7 @@ impl Stream {
     )]
     async fn run(
         mut self,
-        initial: Vec<Obj>,
+        initial: Initial,
         from: u64,
         initial_bookmark: bool,
         mut watcher: Watcher,
@@ -253,21 +279,60 @@ impl Stream {
         let mut catalog = self.registry.registry.subscribe();
         let mut ticker = bookmarks
             .map(|every| tokio::time::interval_at(tokio::time::Instant::now() + every, every));
-        for item in initial {
-            let frame = match item {
-                Obj::Raw(raw) => self.frame("ADDED", &raw, None).await,
-                Obj::Value(v) => {
-                    let raw = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
-                    self.frame("ADDED", &raw, Some(&v)).await
+        // The initial state, in batches of frames, page by page.
+        let Initial {
+            mut items,
+            mut rest,
+        } = initial;
+        loop {
+            let mut batch = Vec::new();
+            let mut bytes = 0;
+            for item in items.drain(..) {
+                let frame = match item {
+                    Obj::Raw(raw) => self.frame("ADDED", &raw, None).await,
+                    Obj::Value(v) => {
+                        let raw = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
+                        self.frame("ADDED", &raw, Some(&v)).await
+                    }
+                };
+                bytes += frame.len();
+                batch.push(frame);
+                if bytes >= COALESCE_BYTES {
+                    let full = std::mem::take(&mut batch);
+                    bytes = 0;
+                    if !self
+                        .send(full, &watcher, &mut shutdown, &mut deadline)
+                        .await
+                    {
+                        return;
+                    }
                 }
-            };
-            if !self
-                .send(vec![frame], &watcher, &mut shutdown, &mut deadline)
-                .await
+            }
+            if !batch.is_empty()
+                && !self
+                    .send(batch, &watcher, &mut shutdown, &mut deadline)
+                    .await
             {
                 return;
             }
+            let Some((ctx, pages)) = rest.as_mut().filter(|(_, p)| !p.done()) else {
+                break;
+            };
+            match pages
+                .next(ctx, self.presenter.as_ref(), &self.filter, PAGE)
+                .await
+            {
+                Ok(page) => items = page,
+                Err(e) => {
+                    let f = json_frame("ERROR", &e.status.to_json());
+                    let _ = self
+                        .send(vec![f], &watcher, &mut shutdown, &mut deadline)
+                        .await;
+                    return;
+                }
+            }
         }
+        drop(rest);
         if initial_bookmark {
             let frame = self.bookmark(from, true);
             if !self
