@@ -1446,14 +1446,14 @@ async fn gzip_01_large_lists_are_compressed_when_accepted() {
     );
 }
 
-/// Issue 9 "Bounded memory": a LIST without `limit` is written page by page (500 keys a
-/// page) at one revision: every item once, in order, as JSON, as a Table and gzipped.
+/// Issue 9 "Bounded memory": a LIST without `limit` is written page by page at one
+/// revision: every item once, in order, as JSON, gzipped, as a Table and as metadata.
 #[tokio::test]
 async fn whole_lists_stream_page_by_page() {
     use std::io::Read as _;
     let s = Server::new().await;
     s.create_ns("many").await;
-    for i in 0..1234 {
+    for i in 0..2345 {
         s.req(Method::POST, "/api/v1/namespaces/many/configmaps", json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":format!("cm{i:04}")},"data":{"i":i.to_string()}})).await.expect(201);
     }
     let names = |items: &[Value], at: &[&str]| -> Vec<String> {
@@ -1467,7 +1467,7 @@ async fn whole_lists_stream_page_by_page() {
             })
             .collect()
     };
-    let want: Vec<String> = (0..1234).map(|i| format!("cm{i:04}")).collect();
+    let want: Vec<String> = (0..2345).map(|i| format!("cm{i:04}")).collect();
     let list = s
         .get("/api/v1/namespaces/many/configmaps")
         .await
@@ -1517,6 +1517,25 @@ async fn whole_lists_stream_page_by_page() {
     let rows = table["rows"].as_array().unwrap();
     assert_eq!(names(rows, &["", "object", "metadata", "name"]), want);
     assert_eq!(rows[7]["cells"][0], "cm0007");
+    let metas = s
+        .raw(
+            Method::GET,
+            "/api/v1/namespaces/many/configmaps",
+            &[(
+                "accept",
+                "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+            )],
+            "",
+            Some(admin()),
+        )
+        .await
+        .expect(200);
+    let metas: Value = serde_json::from_slice(&metas.body).unwrap();
+    assert_eq!(metas["kind"], "PartialObjectMetadataList");
+    let items = metas["items"].as_array().unwrap();
+    assert_eq!(names(items, &["", "metadata", "name"]), want);
+    assert_eq!(items[0]["kind"], "PartialObjectMetadata");
+    assert!(items[0].get("data").is_none());
 }
 
 /// Issue 9 "Fan-out": a watch whose client takes nothing is ended once it falls out of the

@@ -31,15 +31,15 @@ const PAGES_IN_FLIGHT: usize = 2;
 /// (kube-apiserver's threshold).
 const GZIP_MIN_BYTES: usize = 128 * 1024;
 
-/// Whether this list is streamed: no limit, compact JSON or a Table with the built-in
-/// columns (a printer plugin's failure midway would change the columns of a table
+/// Whether this list is streamed: no limit, compact JSON (objects or metadata only) or a
+/// Table with the built-in columns (a printer plugin's failure midway would change the columns of a table
 /// already half sent, so those tables are built whole).
 pub(super) async fn streams(ctx: &Ctx, limit: u64) -> bool {
     if limit != 0 || ctx.pretty() {
         return false;
     }
     match ctx.output() {
-        Ok(Output::Json) => true,
+        Ok(Output::Json | Output::PartialObjectMetadata(_)) => true,
         Ok(Output::Table(_)) => super::printing::PluginPrinter::for_request(ctx)
             .await
             .is_none(),
@@ -60,7 +60,7 @@ pub(super) async fn respond(
         .without_counts();
     let first = pages.next(ctx, presenter.as_ref(), &filter, PAGE).await?;
     let mut enc = Encoder::new(ctx, out, &pages);
-    let mut batch = enc.head(ctx, &first).await?;
+    let mut batch = Vec::new();
     enc.items(ctx, first, &mut batch).await?;
     let compress =
         gzip && (!pages.done() || batch.iter().map(Bytes::len).sum::<usize>() >= GZIP_MIN_BYTES);
@@ -107,7 +107,7 @@ pub(super) async fn respond(
 }
 
 /// The list's JSON, in pieces: the head (kind, metadata, the Table's columns), then the
-/// items (stored bytes as they are, or rows), separated by commas.
+/// items (stored bytes as they are, metadata only, or rows), separated by commas.
 struct Encoder {
     out: Output,
     list_kind: String,
@@ -127,13 +127,13 @@ impl Encoder {
         }
     }
 
-    async fn head(&self, ctx: &Ctx, first: &[Obj]) -> ApiResult<Vec<Bytes>> {
+    /// `{…,"items":[` (or `"rows":[`), with the Table's columns when there are any.
+    fn head(&self, columns: Vec<table::ColumnDefinition>) -> Vec<u8> {
         // No limit: no continue token, no remaining count; the revision only.
         let mut meta = Map::new();
         meta.insert("resourceVersion".into(), json!(self.revision.to_string()));
-        let head = match self.out {
+        let (kind, api_version) = match self.out {
             Output::Table(v) => {
-                let (columns, _) = ctx.table_parts(&values(first)?, v).await?;
                 let t = table::Table {
                     api_version: v.api_version().into(),
                     metadata: Value::Object(meta),
@@ -145,28 +145,45 @@ impl Encoder {
                 if whole.ends_with(b"[]}") {
                     whole.truncate(whole.len() - 2);
                 }
-                whole
+                return whole;
             }
-            _ => {
-                let mut b = BytesMut::with_capacity(256);
-                b.put_slice(br#"{"kind":"#);
-                b.put_slice(&serde_json::to_vec(&self.list_kind).unwrap_or_default());
-                b.put_slice(br#","apiVersion":"#);
-                b.put_slice(&serde_json::to_vec(&self.api_version).unwrap_or_default());
-                b.put_slice(br#","metadata":"#);
-                b.put_slice(&serde_json::to_vec(&meta).unwrap_or_default());
-                b.put_slice(br#","items":["#);
-                b.to_vec()
-            }
+            Output::PartialObjectMetadata(v) => (
+                "PartialObjectMetadataList".to_owned(),
+                v.api_version().to_owned(),
+            ),
+            _ => (self.list_kind.clone(), self.api_version.clone()),
         };
-        Ok(vec![Bytes::from(head)])
+        let mut b = BytesMut::with_capacity(256);
+        b.put_slice(br#"{"kind":"#);
+        b.put_slice(&serde_json::to_vec(&kind).unwrap_or_default());
+        b.put_slice(br#","apiVersion":"#);
+        b.put_slice(&serde_json::to_vec(&api_version).unwrap_or_default());
+        b.put_slice(br#","metadata":"#);
+        b.put_slice(&serde_json::to_vec(&meta).unwrap_or_default());
+        b.put_slice(br#","items":["#);
+        b.to_vec()
     }
 
     /// Appends a page of items to `batch` as one buffer (one frame per page: hyper and
-    /// rustls handle a few large writes far better than many small ones).
+    /// rustls handle a few large writes far better than many small ones), after the head
+    /// for the first page.
     async fn items(&mut self, ctx: &Ctx, items: Vec<Obj>, batch: &mut Vec<Bytes>) -> ApiResult<()> {
+        let mut columns = Vec::new();
         let encoded: Vec<Bytes> = match self.out {
-            Output::Table(v) => rows(ctx, &items, v).await?,
+            Output::Table(v) => {
+                let (cols, rows) = ctx.table_parts(&values(&items)?, v).await?;
+                columns = cols;
+                rows_json(v, rows)
+            }
+            Output::PartialObjectMetadata(v) => items
+                .iter()
+                .map(|i| {
+                    i.value().map(|o| {
+                        let m = json!({"kind": "PartialObjectMetadata", "apiVersion": v.api_version(), "metadata": super::meta(&o)});
+                        Bytes::from(serde_json::to_vec(&m).unwrap_or_default())
+                    })
+                })
+                .collect::<ApiResult<_>>()?,
             _ => items
                 .into_iter()
                 .map(|i| match i {
@@ -175,14 +192,22 @@ impl Encoder {
                 })
                 .collect(),
         };
-        let mut b = BytesMut::with_capacity(encoded.iter().map(|e| e.len() + 1).sum());
-        for e in encoded {
-            if !self.first {
+        let head = if self.first {
+            self.head(columns)
+        } else {
+            Vec::new()
+        };
+        let mut b = BytesMut::with_capacity(
+            head.len() + encoded.iter().map(|e| e.len() + 1).sum::<usize>(),
+        );
+        b.put_slice(&head);
+        for (i, e) in encoded.into_iter().enumerate() {
+            if i > 0 || !self.first {
                 b.put_u8(b',');
             }
-            self.first = false;
             b.put_slice(&e);
         }
+        self.first = false;
         if !b.is_empty() {
             batch.push(b.freeze());
         }
@@ -197,24 +222,23 @@ fn values(items: &[Obj]) -> ApiResult<Vec<Value>> {
         .collect()
 }
 
-async fn rows(ctx: &Ctx, items: &[Obj], v: MetaVersion) -> ApiResult<Vec<Bytes>> {
-    let (_, rows) = ctx.table_parts(&values(items)?, v).await?;
+/// Each row as the whole table would render it.
+fn rows_json(v: MetaVersion, rows: Vec<table::TableRow>) -> Vec<Bytes> {
     let t = table::Table {
         api_version: v.api_version().into(),
         metadata: Value::Null,
         column_definitions: Vec::new(),
         rows,
     };
-    // Each row as the whole table would render it.
     let json = t.to_json();
-    Ok(json["rows"]
+    json["rows"]
         .as_array()
         .map(|rows| {
             rows.iter()
                 .map(|r| Bytes::from(serde_json::to_vec(r).unwrap_or_default()))
                 .collect()
         })
-        .unwrap_or_default())
+        .unwrap_or_default()
 }
 
 /// The bytes as they go to the connection: as they are, or through one gzip stream.
