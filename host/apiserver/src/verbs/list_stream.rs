@@ -1,9 +1,8 @@
-//! A LIST of a whole collection (no `limit`) in JSON or as a Table, streamed (issue 9
-//! "Bounded memory", as kube 1.33 streams its JSON list encoding): the response is written
-//! page by page as the store is read at one revision, so the gateway holds a few pages of
-//! it at a time, never the whole list, and the stored bytes of each item go out as they
-//! are (no copy into one response buffer). Gzip, when the client accepts it, compresses
-//! the stream as it goes.
+//! A LIST of a whole collection (no `limit`) in JSON, as metadata only or as a Table,
+//! streamed (issue 9 "Bounded memory", as kube 1.33 streams its JSON list encoding): the
+//! response is written page by page as the store is read at one revision, so the gateway
+//! holds a few pages of it at a time (each page one buffer), never the whole list. Gzip,
+//! when the client accepts it, compresses the stream as it goes.
 //!
 //! The first page is read before the response starts, so that everything that can refuse
 //! the request (a compacted or future revision, a bad continue token) still gets its
@@ -32,8 +31,8 @@ const PAGES_IN_FLIGHT: usize = 2;
 const GZIP_MIN_BYTES: usize = 128 * 1024;
 
 /// Whether this list is streamed: no limit, compact JSON (objects or metadata only) or a
-/// Table with the built-in columns (a printer plugin's failure midway would change the columns of a table
-/// already half sent, so those tables are built whole).
+/// Table with the built-in columns (a printer plugin's failure midway would change the
+/// columns of a table already half sent, so those tables are built whole).
 pub(super) async fn streams(ctx: &Ctx, limit: u64) -> bool {
     if limit != 0 || ctx.pretty() {
         return false;
