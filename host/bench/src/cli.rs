@@ -131,6 +131,11 @@ pub struct Args {
     #[arg(long)]
     pub server_pid: Option<u32>,
 
+    /// The server's data directory, to report the size of its store (`store.redb`) before
+    /// and after each scenario
+    #[arg(long)]
+    pub server_data_dir: Option<std::path::PathBuf>,
+
     /// Print one line per second to stderr while measuring (throughput, failures, the
     /// slowest request of that second; for watch also events delivered), to see stalls
     #[arg(long)]

@@ -294,7 +294,7 @@ impl Bench {
             .map(|(c, op)| tokio::spawn(worker(c, op, warm_end, end, ticker.clone())))
             .collect();
         sleep_until(warm_end).await;
-        let cpu = CpuMeter::start(self.args.server_pid);
+        let cpu = CpuMeter::start(self.args.server_pid, self.args.server_data_dir.as_deref());
         sleep_until(end).await;
         let cpu = cpu.stop();
         if let Some(p) = printer {

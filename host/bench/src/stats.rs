@@ -221,7 +221,7 @@ fn busy_from_proc_stat(text: &str) -> Option<Duration> {
 
 /// CPU used by this process, the server (when known) and the whole machine over a
 /// measured interval.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CpuMeter {
     wall: std::time::Instant,
     client: Option<Duration>,
@@ -229,6 +229,8 @@ pub struct CpuMeter {
     machine: Option<Duration>,
     server_pid: Option<u32>,
     server_rss: Option<u64>,
+    store: Option<std::path::PathBuf>,
+    store_bytes: Option<u64>,
 }
 
 /// CPU use over an interval, in cores (1.0 = one core busy the whole time).
@@ -250,6 +252,18 @@ pub struct CpuUse {
     /// The server's resident memory when it ended, in KiB.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_rss_after_kib: Option<u64>,
+    /// The size of the server's store file when the interval started (with
+    /// `--server-data-dir`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store_bytes_before: Option<u64>,
+    /// The size of the server's store file when it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store_bytes_after: Option<u64>,
+}
+
+/// The size of a file, if it exists.
+fn file_bytes(path: Option<&std::path::Path>) -> Option<u64> {
+    std::fs::metadata(path?).ok().map(|m| m.len())
 }
 
 /// A process's resident set size (`VmRSS`), in KiB; `None` off Linux or when it is gone.
@@ -264,9 +278,12 @@ fn rss_from_status(status: &str) -> Option<u64> {
 }
 
 impl CpuMeter {
-    /// Starts measuring now.
-    pub fn start(server_pid: Option<u32>) -> Self {
+    /// Starts measuring now (`data_dir`: the server's, whose `store.redb` is measured).
+    pub fn start(server_pid: Option<u32>, data_dir: Option<&std::path::Path>) -> Self {
+        let store = data_dir.map(|d| d.join("store.redb"));
         CpuMeter {
+            store_bytes: file_bytes(store.as_deref()),
+            store,
             wall: std::time::Instant::now(),
             client: process_cpu(None),
             server: server_pid.and_then(|p| process_cpu(Some(p))),
@@ -297,6 +314,8 @@ impl CpuMeter {
             other_cores,
             server_rss_before_kib: self.server_rss,
             server_rss_after_kib: self.server_pid.and_then(process_rss_kib),
+            store_bytes_before: self.store_bytes,
+            store_bytes_after: file_bytes(self.store.as_deref()),
         }
     }
 }
@@ -313,6 +332,9 @@ impl std::fmt::Display for CpuUse {
         }
         if let (Some(b), Some(a)) = (self.server_rss_before_kib, self.server_rss_after_kib) {
             write!(f, "; server RSS {} -> {} MiB", b / 1024, a / 1024)?;
+        }
+        if let (Some(b), Some(a)) = (self.store_bytes_before, self.store_bytes_after) {
+            write!(f, "; store {} -> {} MiB", b >> 20, a >> 20)?;
         }
         Ok(())
     }

@@ -423,7 +423,7 @@ impl Bench {
 
         // Server CPU from the first write to the end of the drain: every delivery of the
         // run (and the writes) in it.
-        let whole_run = CpuMeter::start(a.server_pid);
+        let whole_run = CpuMeter::start(a.server_pid, a.server_data_dir.as_deref());
         let whole_start = Instant::now();
         // Writers: sequence numbers are dealt round-robin; each is sent at its due time.
         let k = u64::from(a.watch_writers.max(1)).min(total.max(1));
@@ -452,7 +452,7 @@ impl Bench {
             })
             .collect();
         sleep_until(t0 + a.warmup).await;
-        let cpu = CpuMeter::start(a.server_pid);
+        let cpu = CpuMeter::start(a.server_pid, a.server_data_dir.as_deref());
         let mut acked = vec![false; total as usize];
         let mut write_lat = Latency::new()?;
         let mut write_errors = Errors::default();
