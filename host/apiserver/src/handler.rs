@@ -469,8 +469,7 @@ where
         late_warnings: Default::default(),
         user,
     };
-    let gzip_ok = matches!(ctx.req.verb, Verb::Get | Verb::List)
-        && header_str(&ctx.headers, header::ACCEPT_ENCODING).is_some_and(accepts_gzip);
+    let gzip_ok = matches!(ctx.req.verb, Verb::Get | Verb::List) && ctx.accepts_gzip();
     let mut resp = verbs::dispatch(&mut ctx, body).await?;
     if gzip_ok {
         resp = gzip(resp).await;
@@ -491,14 +490,21 @@ where
 }
 
 /// Responses at least this large are compressed when the client accepts gzip (`GZIP-01`).
-const GZIP_MIN_BYTES: u64 = 128 * 1024;
+pub(crate) const GZIP_MIN_BYTES: u64 = 128 * 1024;
 
-pub(crate) fn accepts_gzip(v: &str) -> bool {
+fn accepts_gzip(v: &str) -> bool {
     v.split(',').any(|e| {
         let mut parts = e.split(';');
         let name = parts.next().unwrap_or("").trim();
         name.eq_ignore_ascii_case("gzip") && !parts.any(|p| p.trim() == "q=0")
     })
+}
+
+impl verbs::Ctx {
+    /// Whether the client takes gzip (`Accept-Encoding`).
+    pub(crate) fn accepts_gzip(&self) -> bool {
+        header_str(&self.headers, header::ACCEPT_ENCODING).is_some_and(accepts_gzip)
+    }
 }
 
 /// Compresses a complete (non-streaming) body of at least [`GZIP_MIN_BYTES`].

@@ -12,11 +12,9 @@
 use bytes::Bytes;
 
 use crate::engine::KeyValue;
-use crate::store::{ListPage, Versioned};
+use crate::store::{ListPage, SCAN_CHUNK, Versioned};
 use crate::{Result, Revision, Snapshot, keys};
 
-/// Largest chunk a single engine scan asks for.
-const SCAN_CHUNK: usize = 1024;
 /// Most keys examined, past a full page, to count `remainingItemCount` of a page read at a
 /// past revision (that count must read values, to skip deletions).
 const REMAINING_EXACT_CAP: u64 = 10_000;

@@ -13,9 +13,11 @@
 //! Each version is stored once: in `c/` while it is current, so that reads at the latest
 //! revision (the common case) scan live objects only; the write that supersedes it moves
 //! it to `k/`. Reads at a past revision look at both (`history.rs`). Stores written
-//! before this layout also kept current versions in `k/`; they read the same. Object keys are UTF-8
-//! without NUL bytes, `<group>/<resource>/<namespace>/<name>`, so `\0` separates a key
-//! from its revision suffix and every version of a key sorts before any longer key.
+//! before this layout also kept current versions in `k/`; they read the same.
+//!
+//! Object keys are UTF-8 without NUL bytes, `<group>/<resource>/<namespace>/<name>`, so
+//! `\0` separates a key from its revision suffix and every version of a key sorts before
+//! any longer key.
 
 use bytes::{BufMut, Bytes, BytesMut};
 

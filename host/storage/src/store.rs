@@ -13,7 +13,7 @@ use crate::watch::{Hub, Watcher};
 use crate::{Engine, Result, Revision, Snapshot, StorageError, keys};
 
 /// Largest chunk a single engine scan asks for.
-const SCAN_CHUNK: usize = 1024;
+pub(crate) const SCAN_CHUNK: usize = 1024;
 /// Most keys counted for `remainingItemCount` of a page read at the latest revision.
 const REMAINING_COUNT_CAP: u64 = 100_000;
 

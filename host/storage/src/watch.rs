@@ -207,7 +207,7 @@ impl Watcher {
         let Ok(ring) = self.shared.hub.ring.read() else {
             return false;
         };
-        self.cursor + 1 < ring.first_rev() && self.cursor < self.shared.hub.last()
+        self.cursor + 1 < ring.first_rev()
     }
 
     /// Whether an event is ready without waiting.

@@ -34,9 +34,7 @@ pub(super) async fn list(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     )?;
     let semantics = list_semantics(&opts).map_err(|e| Status::bad_request(e.0))?;
     if super::list_stream::streams(ctx, opts.limit).await {
-        let gzip = crate::handler::header_str(&ctx.headers, http::header::ACCEPT_ENCODING)
-            .is_some_and(crate::handler::accepts_gzip);
-        return super::list_stream::respond(ctx, filter, semantics, gzip).await;
+        return super::list_stream::respond(ctx, filter, semantics).await;
     }
     let presenter = ctx.presenter();
     let listed = read_list(ctx, presenter.as_ref(), &filter, semantics, opts.limit).await?;

@@ -15,7 +15,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http::{HeaderValue, Response, StatusCode, header};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
-use wasmgate_apimachinery::media::{MetaVersion, Output};
+use wasmgate_apimachinery::media::Output;
 use wasmgate_apimachinery::options::ListSemantics;
 use wasmgate_apimachinery::table;
 
@@ -26,9 +26,6 @@ use crate::error::ApiResult;
 
 /// Pages buffered between the reader and the connection.
 const PAGES_IN_FLIGHT: usize = 2;
-/// Below this much in the first page, with nothing after it, the body is not compressed
-/// (kube-apiserver's threshold).
-const GZIP_MIN_BYTES: usize = 128 * 1024;
 
 /// Whether this list is streamed: no limit, compact JSON (objects or metadata only) or a
 /// Table with the built-in columns (a printer plugin's failure midway would change the
@@ -50,7 +47,6 @@ pub(super) async fn respond(
     ctx: &Ctx,
     filter: Filter,
     semantics: ListSemantics,
-    gzip: bool,
 ) -> ApiResult<Response<Body>> {
     let out = ctx.output()?;
     let presenter = ctx.presenter();
@@ -61,8 +57,11 @@ pub(super) async fn respond(
     let mut enc = Encoder::new(ctx, out, &pages);
     let mut batch = Vec::new();
     enc.items(ctx, first, &mut batch).await?;
+    // Compressed as a whole response would be: when it reaches the threshold (a first
+    // page under it with nothing after it stays plain).
+    let first_bytes = batch.iter().map(|b| b.len() as u64).sum::<u64>();
     let compress =
-        gzip && (!pages.done() || batch.iter().map(Bytes::len).sum::<usize>() >= GZIP_MIN_BYTES);
+        ctx.accepts_gzip() && (!pages.done() || first_bytes >= crate::handler::GZIP_MIN_BYTES);
     let mut sink = Sink::new(compress);
     let (tx, rx) = mpsc::channel(PAGES_IN_FLIGHT);
     let ctx = ctx.detached();
@@ -172,7 +171,10 @@ impl Encoder {
             Output::Table(v) => {
                 let (cols, rows) = ctx.table_parts(&values(&items)?, v).await?;
                 columns = cols;
-                rows_json(v, rows)
+                // A row serialises as the whole table renders it.
+                rows.iter()
+                    .map(|r| Bytes::from(serde_json::to_vec(r).unwrap_or_default()))
+                    .collect()
             }
             Output::PartialObjectMetadata(v) => items
                 .iter()
@@ -219,25 +221,6 @@ fn values(items: &[Obj]) -> ApiResult<Vec<Value>> {
         .iter()
         .map(|i| i.value().map(std::borrow::Cow::into_owned))
         .collect()
-}
-
-/// Each row as the whole table would render it.
-fn rows_json(v: MetaVersion, rows: Vec<table::TableRow>) -> Vec<Bytes> {
-    let t = table::Table {
-        api_version: v.api_version().into(),
-        metadata: Value::Null,
-        column_definitions: Vec::new(),
-        rows,
-    };
-    let json = t.to_json();
-    json["rows"]
-        .as_array()
-        .map(|rows| {
-            rows.iter()
-                .map(|r| Bytes::from(serde_json::to_vec(r).unwrap_or_default()))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The bytes as they go to the connection: as they are, or through one gzip stream.
