@@ -19,7 +19,7 @@ mod watch;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use http::{HeaderMap, Response, StatusCode, header};
+use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use serde_json::{Map, Value, json};
 use wasmgate_apimachinery::json::{self as wjson, Decoded};
 use wasmgate_apimachinery::media::{self, BodyType, Output};
@@ -228,34 +228,30 @@ impl Ctx {
         }
         match out {
             Output::Json if !self.pretty() => {
-                // Stored bytes go out untouched: no decode, no re-encode.
-                let mut b = BytesMut::with_capacity(
-                    128 + items
-                        .iter()
-                        .map(|i| match i {
-                            Obj::Raw(r) => r.len() + 1,
-                            Obj::Value(_) => 512,
-                        })
-                        .sum::<usize>(),
+                // Stored bytes go out untouched: no decode, no re-encode, no copy into
+                // one buffer the size of the list.
+                let mut head = BytesMut::with_capacity(128);
+                head.put_slice(br#"{"kind":"#);
+                head.put_slice(&serde_json::to_vec(&self.rt.list_kind).unwrap_or_default());
+                head.put_slice(br#","apiVersion":"#);
+                head.put_slice(&serde_json::to_vec(&self.api_version()).unwrap_or_default());
+                head.put_slice(br#","metadata":"#);
+                head.put_slice(&serde_json::to_vec(&list_meta).unwrap_or_default());
+                head.put_slice(br#","items":["#);
+                let items = items
+                    .into_iter()
+                    .map(|i| match i {
+                        Obj::Raw(r) => r,
+                        Obj::Value(v) => Bytes::from(serde_json::to_vec(&v).unwrap_or_default()),
+                    })
+                    .collect();
+                let mut resp =
+                    Response::new(crate::body::joined(head.freeze(), items, b",", b"]}"));
+                resp.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
                 );
-                b.put_slice(br#"{"kind":"#);
-                b.put_slice(&serde_json::to_vec(&self.rt.list_kind).unwrap_or_default());
-                b.put_slice(br#","apiVersion":"#);
-                b.put_slice(&serde_json::to_vec(&self.api_version()).unwrap_or_default());
-                b.put_slice(br#","metadata":"#);
-                b.put_slice(&serde_json::to_vec(&list_meta).unwrap_or_default());
-                b.put_slice(br#","items":["#);
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        b.put_u8(b',');
-                    }
-                    match item {
-                        Obj::Raw(r) => b.put_slice(r),
-                        Obj::Value(v) => b.put_slice(&serde_json::to_vec(v).unwrap_or_default()),
-                    }
-                }
-                b.put_slice(b"]}");
-                Ok(response(StatusCode::OK, "application/json", b.freeze()))
+                Ok(resp)
             }
             Output::Json | Output::Yaml => {
                 let values: Vec<Value> = items

@@ -200,9 +200,7 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
     shared
         .writes
         .fetch_add(planned.len() as u64, Ordering::Relaxed);
-    shared
-        .hub
-        .publish(planned.into_iter().map(|p| p.event).collect());
+    shared.publish(planned.into_iter().map(|p| p.event).collect());
     Ok(results)
 }
 
@@ -274,7 +272,7 @@ async fn backfill(shared: &Shared, upto: Revision) -> Result<()> {
             events.push(event_from_log(snap.as_ref(), rev, entry).await?);
             after = rev;
         }
-        shared.hub.publish(events);
+        shared.publish(events);
     }
     Ok(())
 }

@@ -15,6 +15,7 @@
 //! * [`keys`]: the key layout shared by every engine (`m/`, `c/`, `k/`, `l/`).
 //! * [`store`]: [`Store`], reads and the write API.
 //! * `history`: reads at a past revision (the current version in `c/`, older ones in `k/`).
+//! * `current`: the current objects in memory, for reads at the latest revision.
 //! * `committer`: the single task that batches concurrent writes into one transaction.
 //! * [`watch`]: the in-process hub that fans committed events out to watchers.
 //! * [`testsuite`] (feature `test-suite`): the engine and store contract suites, written
@@ -30,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 mod committer;
+mod current;
 pub mod engine;
 mod error;
 mod history;

@@ -8,6 +8,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::committer::{self, Pending};
+use crate::current::Current;
 use crate::history;
 use crate::watch::{Hub, Watcher};
 use crate::{Engine, Result, Revision, Snapshot, StorageError, keys};
@@ -26,6 +27,9 @@ pub struct StoreOptions {
     pub queue_depth: usize,
     /// Recent events kept in memory for watchers; older ones are read from the change log.
     pub watch_ring: usize,
+    /// Keep every current object in memory and serve reads at the latest revision from
+    /// there (kube-apiserver's watch cache). Off: every read goes to the engine.
+    pub cache_objects: bool,
 }
 
 impl Default for StoreOptions {
@@ -34,6 +38,7 @@ impl Default for StoreOptions {
             max_batch: 512,
             queue_depth: 8192,
             watch_ring: 16384,
+            cache_objects: true,
         }
     }
 }
@@ -193,9 +198,22 @@ pub struct StoreStats {
 pub(crate) struct Shared {
     pub(crate) engine: Arc<dyn Engine>,
     pub(crate) hub: Hub,
+    /// The current objects in memory (`None`: turned off).
+    pub(crate) current: Option<Current>,
     pub(crate) compacted: AtomicU64,
     pub(crate) commits: AtomicU64,
     pub(crate) writes: AtomicU64,
+}
+
+impl Shared {
+    /// Makes committed events visible: to the object cache first, then to watchers (and
+    /// only then are their writers answered).
+    pub(crate) fn publish(&self, events: Vec<crate::watch::Event>) {
+        if let Some(c) = &self.current {
+            c.apply(&events);
+        }
+        self.hub.publish(events);
+    }
 }
 
 /// The revisioned store. Cheap to clone; every clone talks to the same committer.
@@ -205,6 +223,8 @@ pub struct Store {
     shared: Arc<Shared>,
     /// The committer's queue. Bounded: when the committer falls behind, writers wait.
     queue: mpsc::Sender<Pending>,
+    /// Reads skip the object cache (only the suites set it).
+    bypass_cache: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -225,17 +245,27 @@ impl Store {
             keys::META_COMPACTED,
             snap.get(keys::META_COMPACTED).await?.as_ref(),
         )?;
+        let current = if options.cache_objects {
+            Some(Current::load(snap.as_ref(), rev).await?)
+        } else {
+            None
+        };
         drop(snap);
         let shared = Arc::new(Shared {
             engine,
             hub: Hub::new(rev, options.watch_ring),
+            current,
             compacted: AtomicU64::new(compacted),
             commits: AtomicU64::new(0),
             writes: AtomicU64::new(0),
         });
         let (tx, rx) = mpsc::channel(options.queue_depth.max(1));
         tokio::spawn(committer::run(shared.clone(), rx, options.max_batch.max(1)));
-        Ok(Store { shared, queue: tx })
+        Ok(Store {
+            shared,
+            queue: tx,
+            bypass_cache: false,
+        })
     }
 
     /// The engine's name.
@@ -275,6 +305,9 @@ impl Store {
         let current = read_u64(snap.as_ref(), keys::META_REV).await?;
         match at {
             ReadAt::Latest => {
+                if let Some(hit) = self.cached().and_then(|c| c.get(key, current)) {
+                    return Ok(hit);
+                }
                 let ck = keys::current(key);
                 let found = match snap.get(&ck).await? {
                     None => None,
@@ -313,6 +346,18 @@ impl Store {
         let limit = if limit == 0 { usize::MAX } else { limit };
         match at {
             ReadAt::Latest => {
+                if let Some(page) = self.cached().and_then(|c| {
+                    c.list(
+                        current,
+                        prefix,
+                        start_after,
+                        limit,
+                        count_remaining,
+                        REMAINING_COUNT_CAP,
+                    )
+                }) {
+                    return Ok(page);
+                }
                 list_latest(
                     snap.as_ref(),
                     current,
@@ -336,6 +381,31 @@ impl Store {
                 .await
             }
         }
+    }
+
+    /// The object cache, unless turned off or bypassed (a clone made by
+    /// [`Store::bypassing_cache`]).
+    fn cached(&self) -> Option<&Current> {
+        if self.bypass_cache {
+            return None;
+        }
+        self.shared.current.as_ref()
+    }
+
+    /// A handle on the same store whose reads never use the object cache (the suites
+    /// compare the two).
+    #[cfg(feature = "test-suite")]
+    pub(crate) fn bypassing_cache(&self) -> Store {
+        Store {
+            bypass_cache: true,
+            ..self.clone()
+        }
+    }
+
+    /// How many objects the cache holds (`None`: turned off).
+    #[cfg(feature = "test-suite")]
+    pub(crate) fn cached_objects(&self) -> Option<usize> {
+        self.shared.current.as_ref().map(Current::len)
     }
 
     /// Writes waiting in the committer's queue, not yet taken into a batch (for the suites).

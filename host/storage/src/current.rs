@@ -1,0 +1,261 @@
+//! The current objects, in memory: what kube-apiserver's watch cache keeps, for the same
+//! reason. Reads at the latest revision (every GET and LIST without a `resourceVersion`,
+//! the first page of every list, the initial state of every watch) are served from here
+//! instead of from the engine: no B-tree walk, no page-cache lookup and no copy per item,
+//! the stored bytes are shared (`Bytes`) with the watch ring and with responses.
+//!
+//! It is loaded from the engine's `c/` keys when the store opens and then follows the
+//! committed events in revision order (fed where the watch hub is fed, before any writer
+//! is answered), so it is never behind a write this process acknowledged. A read asks for
+//! at least the engine's current revision: when the cache is behind it (another process
+//! wrote to a shared engine; an event the cache missed), the read falls back to the engine
+//! and the answer is the same, only slower.
+//!
+//! Memory: every current object's stored bytes plus ~100 bytes per key. `StoreOptions`
+//! can turn it off (`cache_objects: false`) for stores larger than memory.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::RwLock;
+
+use bytes::Bytes;
+
+use crate::store::{ListPage, SCAN_CHUNK};
+use crate::watch::{Event, EventKind};
+use crate::{Result, Revision, Snapshot, Versioned, history, keys};
+
+/// The cache of current objects.
+pub(crate) struct Current {
+    state: RwLock<State>,
+}
+
+struct State {
+    /// The revision the map is at; `None` once it missed an event (it is then empty and
+    /// every read goes to the engine).
+    revision: Option<Revision>,
+    /// Object key -> (mod revision, stored bytes).
+    objects: BTreeMap<String, (Revision, Bytes)>,
+}
+
+impl Current {
+    /// Loads every current object of `snap`, whose revision is `revision`.
+    pub(crate) async fn load(snap: &dyn Snapshot, revision: Revision) -> Result<Current> {
+        let (mut start, end) = keys::current_range("");
+        let mut objects = BTreeMap::new();
+        loop {
+            let chunk = snap.scan(&start, &end, SCAN_CHUNK).await?;
+            let n = chunk.len();
+            let Some((last, _)) = chunk.last() else { break };
+            start = history::next_key(last);
+            for (k, raw) in chunk {
+                let key = keys::object_key_of_current(&k)?.to_owned();
+                let (rev, value) = keys::decode_current(&k, &raw)?;
+                objects.insert(key, (rev, value));
+            }
+            if n < SCAN_CHUNK {
+                break;
+            }
+        }
+        Ok(Current {
+            state: RwLock::new(State {
+                revision: Some(revision),
+                objects,
+            }),
+        })
+    }
+
+    /// The number of objects held (0 once invalid).
+    #[cfg(feature = "test-suite")]
+    pub(crate) fn len(&self) -> usize {
+        self.state.read().map_or(0, |s| s.objects.len())
+    }
+
+    /// Applies committed events, in revision order. Events at or below the cache's
+    /// revision are skipped (already applied); a gap makes the cache invalid for good.
+    pub(crate) fn apply(&self, events: &[Event]) {
+        let Ok(mut s) = self.state.write() else {
+            return;
+        };
+        for ev in events {
+            let Some(at) = s.revision else { return };
+            if ev.revision <= at {
+                continue;
+            }
+            if ev.revision != at + 1 {
+                tracing::warn!(
+                    cache = at,
+                    event = ev.revision,
+                    "object cache missed events; reads at the latest revision go to the engine"
+                );
+                s.revision = None;
+                s.objects = BTreeMap::new();
+                return;
+            }
+            match ev.kind {
+                EventKind::Put => {
+                    s.objects
+                        .insert(ev.key.clone(), (ev.revision, ev.value.clone()));
+                }
+                EventKind::Delete => {
+                    s.objects.remove(&ev.key);
+                }
+            }
+            s.revision = Some(ev.revision);
+        }
+    }
+
+    /// The current version of `key`, when the cache is at `at_least` or later: `(the
+    /// cache's revision, the version)`. `None`: ask the engine.
+    pub(crate) fn get(
+        &self,
+        key: &str,
+        at_least: Revision,
+    ) -> Option<(Revision, Option<Versioned>)> {
+        let s = self.state.read().ok()?;
+        let rev = s.revision.filter(|r| *r >= at_least)?;
+        let found = s.objects.get(key).map(|(r, v)| Versioned {
+            key: key.to_owned(),
+            revision: *r,
+            value: v.clone(),
+        });
+        Some((rev, found))
+    }
+
+    /// A page of the keys starting with `prefix`, after `start_after`, at most `limit`
+    /// (`usize::MAX`: all), as `Store::list` at the latest revision answers it, when the
+    /// cache is at `at_least` or later. `None`: ask the engine.
+    pub(crate) fn list(
+        &self,
+        at_least: Revision,
+        prefix: &str,
+        start_after: Option<&str>,
+        limit: usize,
+        count_remaining: bool,
+        count_cap: u64,
+    ) -> Option<ListPage> {
+        let s = self.state.read().ok()?;
+        let revision = s.revision.filter(|r| *r >= at_least)?;
+        let from = match start_after {
+            Some(after) if after >= prefix => Bound::Excluded(after),
+            _ => Bound::Included(prefix),
+        };
+        let mut range = s
+            .objects
+            .range::<str, _>((from, Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix));
+        let items: Vec<Versioned> = range
+            .by_ref()
+            .take(limit)
+            .map(|(k, (r, v))| Versioned {
+                key: k.clone(),
+                revision: *r,
+                value: v.clone(),
+            })
+            .collect();
+        let mut rest = range.peekable();
+        let more = rest.peek().is_some();
+        // Bounded as the engine's count is: past the cap it is left out (`CHUNK-04`).
+        let remaining = if more && count_remaining {
+            let n = rest.take(count_cap as usize).count() as u64;
+            (n < count_cap).then_some(n)
+        } else {
+            None
+        };
+        Some(ListPage {
+            revision,
+            items,
+            more,
+            remaining,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(rev: Revision, key: &str, v: &str) -> Event {
+        Event::new(
+            rev,
+            key.into(),
+            EventKind::Put,
+            Bytes::from(v.to_owned()),
+            None,
+        )
+    }
+
+    fn empty(rev: Revision) -> Current {
+        Current {
+            state: RwLock::new(State {
+                revision: Some(rev),
+                objects: BTreeMap::new(),
+            }),
+        }
+    }
+
+    fn keys_of(p: &ListPage) -> Vec<&str> {
+        p.items.iter().map(|i| i.key.as_str()).collect()
+    }
+
+    #[test]
+    fn pages_follow_the_engines_rules() {
+        let c = empty(0);
+        c.apply(&[
+            put(1, "g/r/a/x", "1"),
+            put(2, "g/r/b/x", "2"),
+            put(3, "g/r/b/y", "3"),
+            put(4, "g/r/bb/z", "4"),
+            put(5, "g/s/b/x", "5"),
+        ]);
+        // `prefix` is a plain string prefix (the caller ends it with `/`).
+        let p = c.list(5, "g/r/b/", None, usize::MAX, true, 100).unwrap();
+        assert_eq!(keys_of(&p), ["g/r/b/x", "g/r/b/y"]);
+        assert!(!p.more);
+        let p = c.list(5, "g/r/", None, 2, true, 100).unwrap();
+        assert_eq!(keys_of(&p), ["g/r/a/x", "g/r/b/x"]);
+        assert_eq!((p.more, p.remaining, p.revision), (true, Some(2), 5));
+        let p = c.list(5, "g/r/", Some("g/r/b/x"), 1, true, 2).unwrap();
+        assert_eq!(keys_of(&p), ["g/r/b/y"]);
+        // One key follows, under the cap of 2.
+        assert_eq!((p.more, p.remaining), (true, Some(1)));
+        let p = c.list(5, "g/r/", Some("g/r/a/x"), 1, true, 1).unwrap();
+        assert_eq!(
+            (p.more, p.remaining),
+            (true, None),
+            "past the cap: left out"
+        );
+        // A start before the prefix starts at the prefix.
+        let p = c.list(5, "g/s/", Some("a"), 10, false, 1).unwrap();
+        assert_eq!(keys_of(&p), ["g/s/b/x"]);
+    }
+
+    #[test]
+    fn deletes_remove_and_replays_are_skipped() {
+        let c = empty(0);
+        c.apply(&[put(1, "k/1", "a"), put(2, "k/1", "b")]);
+        c.apply(&[put(2, "k/1", "stale replay")]);
+        let (rev, v) = c.get("k/1", 2).unwrap();
+        assert_eq!((rev, v.unwrap().value), (2, Bytes::from("b")));
+        c.apply(&[Event::new(
+            3,
+            "k/1".into(),
+            EventKind::Delete,
+            Bytes::from("b"),
+            None,
+        )]);
+        assert_eq!(c.get("k/1", 3).unwrap(), (3, None));
+        assert!(c.get("k/1", 4).is_none(), "behind the engine: ask it");
+    }
+
+    #[test]
+    fn a_gap_invalidates_for_good() {
+        let c = empty(0);
+        c.apply(&[put(1, "a", "1")]);
+        c.apply(&[put(3, "b", "3")]);
+        assert!(c.get("a", 0).is_none());
+        assert!(c.list(0, "", None, 10, false, 1).is_none());
+        c.apply(&[put(4, "c", "4")]);
+        assert!(c.get("c", 0).is_none());
+        assert_eq!(c.len(), 0);
+    }
+}
