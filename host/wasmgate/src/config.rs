@@ -23,6 +23,10 @@ pub struct Config {
     pub insecure_listen: Option<SocketAddr>,
     /// Which storage engine.
     pub storage: StorageConfig,
+    /// Keep every current object in memory and serve reads at the latest revision from
+    /// there, as kube-apiserver's watch cache does (memory: about the size of the stored
+    /// objects). Off: every read goes to the engine.
+    pub cache_objects: bool,
     /// A directory of `WasmPlugin` manifests (`*.yaml`) and their modules, applied at
     /// start and followed while serving.
     pub plugin_dir: Option<PathBuf>,
@@ -40,6 +44,7 @@ impl Default for Config {
             storage: StorageConfig::Embedded {
                 cache_mib: DEFAULT_CACHE_MIB,
             },
+            cache_objects: true,
             plugin_dir: None,
             limits: Limits::default(),
         }
@@ -155,5 +160,7 @@ mod tests {
         assert!(parse("lisen: 1.2.3.4:5\n").is_err());
         let e = parse("storage:\n  type: embedded\n  cache-mib: 64\n").unwrap();
         assert_eq!(e.storage, StorageConfig::Embedded { cache_mib: 64 });
+        assert!(e.cache_objects);
+        assert!(!parse("cache-objects: false\n").unwrap().cache_objects);
     }
 }

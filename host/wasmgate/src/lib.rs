@@ -88,7 +88,11 @@ impl Gateway {
             }
             config::StorageConfig::Memory => Arc::new(EmbeddedEngine::in_memory()?),
         };
-        let store = Store::open(engine, StoreOptions::default())
+        let store_options = StoreOptions {
+            cache_objects: config.cache_objects,
+            ..StoreOptions::default()
+        };
+        let store = Store::open(engine, store_options)
             .await
             .context("opening the store")?;
 
