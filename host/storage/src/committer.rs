@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::store::{Shared, read_u64};
-use crate::watch::{Event, EventKind, event_from_log};
+use crate::watch::{Event, EventKind};
 use crate::{
     Committed, EngineError, Precondition, Result, Revision, StorageError, Transaction, Versioned,
     WriteOp, keys,
@@ -81,7 +81,7 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
     // Another process (or an undetermined commit of ours) may have committed revisions the
     // hub has not seen: publish them first so watchers see every revision in order.
     if base > shared.hub.last() {
-        backfill(shared, base).await?;
+        crate::follow::catch_up(shared, base).await?;
     }
     // The current state of the keys this transaction has read or written (`None`: absent).
     let mut overlay: HashMap<&str, Option<Versioned>> = HashMap::new();
@@ -253,28 +253,6 @@ async fn landed(shared: &Shared, rev: Revision, key: &str) -> Result<bool> {
         None => Ok(false),
         Some(v) => Ok(keys::decode_log(&lk, &v)?.key == key),
     }
-}
-
-/// Publishes log entries the hub has not seen, up to `upto`.
-async fn backfill(shared: &Shared, upto: Revision) -> Result<()> {
-    let snap = shared.engine.snapshot().await?;
-    let mut after = shared.hub.last();
-    while after < upto {
-        let (start, end) = keys::log_range(after, upto);
-        let entries = snap.scan(&start, &end, COMPACT_CHUNK).await?;
-        if entries.is_empty() {
-            break;
-        }
-        let mut events = Vec::with_capacity(entries.len());
-        for (k, v) in entries {
-            let rev = keys::parse_log_key(&k)?;
-            let entry = keys::decode_log(&k, &v)?;
-            events.push(event_from_log(snap.as_ref(), rev, entry).await?);
-            after = rev;
-        }
-        shared.publish(events);
-    }
-    Ok(())
 }
 
 pub(crate) async fn compact(shared: &Shared, target: Revision) -> Result<()> {

@@ -16,6 +16,7 @@
 //! * [`store`]: [`Store`], reads and the write API.
 //! * `history`: reads at a past revision (the current version in `c/`, older ones in `k/`).
 //! * `current`: the current objects in memory, for reads at the latest revision.
+//! * `follow`: reading other stores' writes back from the change log (replicas).
 //! * `committer`: the single task that batches concurrent writes into one transaction.
 //! * [`watch`]: the in-process hub that fans committed events out to watchers.
 //! * [`testsuite`] (feature `test-suite`): the engine and store contract suites, written
@@ -34,6 +35,7 @@ mod committer;
 mod current;
 pub mod engine;
 mod error;
+mod follow;
 mod history;
 pub mod keys;
 pub mod store;

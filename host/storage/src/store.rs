@@ -30,6 +30,10 @@ pub struct StoreOptions {
     /// Keep every current object in memory and serve reads at the latest revision from
     /// there (kube-apiserver's watch cache). Off: every read goes to the engine.
     pub cache_objects: bool,
+    /// How often to look for writes made by other stores sharing the engine (replicas)
+    /// and publish them to this store's watchers and cache. `None`: only before each
+    /// commit (enough when this store is the engine's only writer).
+    pub follow_every: Option<Duration>,
 }
 
 impl Default for StoreOptions {
@@ -39,6 +43,7 @@ impl Default for StoreOptions {
             queue_depth: 8192,
             watch_ring: 16384,
             cache_objects: true,
+            follow_every: None,
         }
     }
 }
@@ -200,6 +205,8 @@ pub(crate) struct Shared {
     pub(crate) hub: Hub,
     /// The current objects in memory (`None`: turned off).
     pub(crate) current: Option<Current>,
+    /// Held while publishing.
+    pub(crate) publishing: std::sync::Mutex<()>,
     pub(crate) compacted: AtomicU64,
     pub(crate) commits: AtomicU64,
     pub(crate) writes: AtomicU64,
@@ -209,6 +216,12 @@ impl Shared {
     /// Makes committed events visible: to the object cache first, then to watchers (and
     /// only then are their writers answered).
     pub(crate) fn publish(&self, events: Vec<crate::watch::Event>) {
+        // The committer and the follower both publish: one at a time, so the cache and
+        // the hub see the same order.
+        let _one = self
+            .publishing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(c) = &self.current {
             c.apply(&events);
         }
@@ -255,12 +268,16 @@ impl Store {
             engine,
             hub: Hub::new(rev, options.watch_ring),
             current,
+            publishing: std::sync::Mutex::new(()),
             compacted: AtomicU64::new(compacted),
             commits: AtomicU64::new(0),
             writes: AtomicU64::new(0),
         });
         let (tx, rx) = mpsc::channel(options.queue_depth.max(1));
         tokio::spawn(committer::run(shared.clone(), rx, options.max_batch.max(1)));
+        if let Some(every) = options.follow_every {
+            tokio::spawn(crate::follow::run(Arc::downgrade(&shared), every));
+        }
         Ok(Store {
             shared,
             queue: tx,

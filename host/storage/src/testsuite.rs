@@ -123,6 +123,7 @@ macro_rules! store_suite {
             store_keeps_each_version_once,
             store_cache_answers_as_the_engine_does,
             store_cache_behind_the_engine_is_not_used,
+            store_replicas_share_one_engine,
             store_group_commit_batches_concurrent_writes,
             store_reopen_keeps_data_and_revision,
         );
@@ -1290,6 +1291,75 @@ pub mod cases {
         assert_eq!(page.revision, w.revision);
         assert_eq!(page.items.len(), 2);
         assert_eq!(b.cached_objects(), Some(2));
+    }
+
+    /// Two stores over one engine, as two gateway replicas over one TiKV cluster
+    /// (issue 10, replica mode): revisions unique and gap-free across them, a conflicting
+    /// update through each gets exactly one conflict, and each one's watchers and reads
+    /// see the other's writes (its follower reads them from the change log).
+    pub async fn store_replicas_share_one_engine(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let engine = f.open(place.path()).await;
+        let opts = StoreOptions {
+            follow_every: Some(Duration::from_millis(10)),
+            ..StoreOptions::default()
+        };
+        let a = Store::open(engine.clone(), opts.clone()).await.unwrap();
+        let b = Store::open(engine, opts).await.unwrap();
+        let mut watches = [a.watch("g/", 0).unwrap(), b.watch("g/", 0).unwrap()];
+        let mut writes = tokio::task::JoinSet::new();
+        for i in 0..100 {
+            let s = if i % 2 == 0 { a.clone() } else { b.clone() };
+            writes.spawn(async move {
+                let key = format!("g/r/n/k{i:03}");
+                s.write(put(&key, "v", Precondition::Absent))
+                    .await
+                    .unwrap()
+                    .revision
+            });
+        }
+        let mut revs = writes.join_all().await;
+        revs.sort_unstable();
+        assert_eq!(revs, (1..=100).collect::<Vec<Revision>>(), "unique, no gap");
+        let (_, k0) = a.get("g/r/n/k000", ReadAt::Latest).await.unwrap();
+        let pre = Precondition::Revision(k0.unwrap().revision);
+        let (x, y) = tokio::join!(
+            a.write(put("g/r/n/k000", "from a", pre)),
+            b.write(put("g/r/n/k000", "from b", pre)),
+        );
+        let conflict = match (&x, &y) {
+            (Ok(_), Err(e)) | (Err(e), Ok(_)) => e,
+            _ => panic!("exactly one of two conflicting updates wins: {x:?} {y:?}"),
+        };
+        assert!(
+            matches!(conflict, StorageError::Conflict { .. }),
+            "{conflict:?}"
+        );
+        // The loser read the winner's write back before it failed; this one only `a`
+        // makes: `b` sees it through its follower.
+        a.write(put("g/r/n/last", "v", Precondition::Absent))
+            .await
+            .unwrap();
+        // Every write, in order, once, on both replicas.
+        for w in &mut watches {
+            let mut seen = Vec::new();
+            while seen.len() < 102 {
+                let ev = tokio::time::timeout(Duration::from_secs(5), w.next())
+                    .await
+                    .expect("the other replica's writes arrive")
+                    .unwrap();
+                seen.push(ev.revision);
+            }
+            assert_eq!(seen, (1..=102).collect::<Vec<Revision>>());
+        }
+        // Reads at the latest revision agree, and come from each one's cache again.
+        let (la, lb) = (
+            a.list("g/", ReadAt::Latest, None, 0, false).await.unwrap(),
+            b.list("g/", ReadAt::Latest, None, 0, false).await.unwrap(),
+        );
+        assert_eq!((la.revision, la.items.len()), (102, 101));
+        assert_eq!((lb.revision, &lb.items), (102, &la.items));
+        assert_eq!(b.cached_objects(), Some(101));
     }
 
     pub async fn store_reopen_keeps_data_and_revision(f: &dyn EngineFactory) {

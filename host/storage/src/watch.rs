@@ -152,6 +152,11 @@ impl Hub {
         }
     }
 
+    /// Whether [`Hub::close`] was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.ring.read().map_or(true, |r| r.closed)
+    }
+
     /// Wakes every watcher and makes them end with [`StorageError::Closed`].
     pub(crate) fn close(&self) {
         if let Ok(mut ring) = self.ring.write() {
