@@ -269,3 +269,54 @@ fn uri_too_long_and_header_fields_too_large_have_status_bodies() {
     );
     assert!(tls_exchange(&gw, big.as_bytes()).starts_with("HTTP/1.1 200 "));
 }
+
+/// Issue 10, bad input: a gateway told to use TiKV whose PD does not answer (here: a port
+/// that accepts and says nothing) exits with an error that says so, within its connect
+/// timeout, instead of hanging; a build without the TiKV engine says how to get one. And
+/// `--storage tikv` without PD endpoints is refused at once.
+#[test]
+fn tikv_storage_that_cannot_start_exits_with_a_reason() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let pd = silent.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!("storage:\n  type: tikv\n  pd-endpoints: [\"{pd}\"]\n  connect-timeout-ms: 500\n"),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_wasmgate-under-test"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--plugin-dir", "none"])
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                return (status, err, started.elapsed());
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                panic!("the gateway neither started nor exited within 30 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let (status, err, took) = run(&["--config", config.to_str().unwrap()]);
+    assert!(!status.success(), "{err}");
+    assert!(
+        err.contains("built without TiKV support") || err.contains("TiKV"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(15), "took {took:?}: {err}");
+    let (status, err, _) = run(&["--storage", "tikv"]);
+    assert!(!status.success());
+    assert!(err.contains("--pd-endpoints"), "{err}");
+}

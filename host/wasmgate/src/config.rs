@@ -63,6 +63,76 @@ pub enum StorageConfig {
     },
     /// The embedded engine in memory only: nothing survives a restart.
     Memory,
+    /// A TiKV cluster, shared by several gateway replicas (a build with the `tikv`
+    /// feature).
+    Tikv(TikvConfig),
+}
+
+/// Where and how to reach TiKV.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct TikvConfig {
+    /// PD endpoints, `host:port` (all of them).
+    pub pd_endpoints: Vec<String>,
+    /// Prefix of every key: replicas of one gateway share it; gateways that share a
+    /// cluster use different ones.
+    #[serde(default = "default_key_prefix")]
+    pub key_prefix: String,
+    /// Longest wait for one storage call, in milliseconds (then `503`/`504`).
+    #[serde(default = "default_tikv_timeout_ms")]
+    pub timeout_ms: u64,
+    /// Longest wait for PD at start, in milliseconds (then the gateway exits).
+    #[serde(default = "default_tikv_connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// How often a replica looks for other replicas' writes, in milliseconds (the delay
+    /// before its watchers see them).
+    #[serde(default = "default_follow_ms")]
+    pub follow_ms: u64,
+    /// Mutual TLS to PD and TiKV: the cluster's CA, this client's certificate and key.
+    #[serde(default)]
+    pub tls: Option<TikvTls>,
+}
+
+/// TLS files for the TiKV cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct TikvTls {
+    /// CA certificate (PEM).
+    pub ca: PathBuf,
+    /// Client certificate (PEM).
+    pub cert: PathBuf,
+    /// Client key (PEM).
+    pub key: PathBuf,
+}
+
+impl TikvConfig {
+    /// Defaults for `pd_endpoints`.
+    pub fn new(pd_endpoints: Vec<String>) -> TikvConfig {
+        TikvConfig {
+            pd_endpoints,
+            key_prefix: default_key_prefix(),
+            timeout_ms: default_tikv_timeout_ms(),
+            connect_timeout_ms: default_tikv_connect_timeout_ms(),
+            follow_ms: default_follow_ms(),
+            tls: None,
+        }
+    }
+}
+
+fn default_key_prefix() -> String {
+    "wasmgate/".to_owned()
+}
+
+fn default_tikv_timeout_ms() -> u64 {
+    5_000
+}
+
+fn default_tikv_connect_timeout_ms() -> u64 {
+    10_000
+}
+
+fn default_follow_ms() -> u64 {
+    20
 }
 
 fn default_cache_mib() -> usize {
@@ -162,5 +232,14 @@ mod tests {
         assert_eq!(e.storage, StorageConfig::Embedded { cache_mib: 64 });
         assert!(e.cache_objects);
         assert!(!parse("cache-objects: false\n").unwrap().cache_objects);
+        let t = parse("storage:\n  type: tikv\n  pd-endpoints: [pd0:2379, pd1:2379]\n").unwrap();
+        assert_eq!(
+            t.storage,
+            StorageConfig::Tikv(TikvConfig::new(vec!["pd0:2379".into(), "pd1:2379".into()]))
+        );
+        assert!(
+            parse("storage:\n  type: tikv\n").is_err(),
+            "PD endpoints are required"
+        );
     }
 }

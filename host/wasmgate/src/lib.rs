@@ -65,6 +65,32 @@ pub struct Gateway {
     tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
+/// Connects to TiKV (a build with the `tikv` feature).
+#[cfg(feature = "tikv")]
+async fn tikv_engine(t: &config::TikvConfig) -> anyhow::Result<Arc<dyn Engine>> {
+    let mut c = wasmgate_storage_tikv::Config::new(t.pd_endpoints.clone());
+    c.key_prefix.clone_from(&t.key_prefix);
+    c.timeout_ms = t.timeout_ms;
+    c.connect_timeout_ms = t.connect_timeout_ms;
+    c.tls = t.tls.as_ref().map(|tls| wasmgate_storage_tikv::Tls {
+        ca: tls.ca.clone(),
+        cert: tls.cert.clone(),
+        key: tls.key.clone(),
+    });
+    let engine = wasmgate_storage_tikv::TikvEngine::connect(&c)
+        .await
+        .with_context(|| format!("connecting to TiKV (PD {})", t.pd_endpoints.join(",")))?;
+    Ok(Arc::new(engine))
+}
+
+/// This build has no TiKV engine: say how to get one.
+#[cfg(not(feature = "tikv"))]
+async fn tikv_engine(_: &config::TikvConfig) -> anyhow::Result<Arc<dyn Engine>> {
+    anyhow::bail!(
+        "this wasmgate was built without TiKV support: build it with `cargo build --release -p wasmgate --features tikv`"
+    )
+}
+
 impl Gateway {
     /// Opens the store, builds the API server, ensures the PKI, binds the listeners,
     /// writes the admin kubeconfig, and starts serving. When this returns, the gateway
@@ -87,9 +113,18 @@ impl Gateway {
                 })?)
             }
             config::StorageConfig::Memory => Arc::new(EmbeddedEngine::in_memory()?),
+            config::StorageConfig::Tikv(t) => tikv_engine(t).await?,
+        };
+        let follow_every = match &config.storage {
+            // Other replicas write to the same cluster: follow them.
+            config::StorageConfig::Tikv(t) => {
+                Some(std::time::Duration::from_millis(t.follow_ms.max(1)))
+            }
+            _ => None,
         };
         let store_options = StoreOptions {
             cache_objects: config.cache_objects,
+            follow_every,
             ..StoreOptions::default()
         };
         let store = Store::open(engine, store_options)

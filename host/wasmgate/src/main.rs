@@ -57,9 +57,22 @@ struct ServeArgs {
     /// administrator). Only with this explicit flag; bind it to loopback
     #[arg(long, env = "WASMGATE_INSECURE_LISTEN", value_name = "ADDR:PORT")]
     insecure_listen: Option<SocketAddr>,
-    /// Storage engine: `embedded` (redb file in the data directory) or `memory`
+    /// Storage engine: `embedded` (redb file in the data directory), `memory`, or `tikv`
+    /// (a TiKV cluster shared by several replicas; needs --pd-endpoints and a build with
+    /// `--features tikv`)
     #[arg(long, env = "WASMGATE_STORAGE", value_name = "ENGINE")]
     storage: Option<StorageKind>,
+    /// TiKV: the cluster's PD endpoints, comma-separated (host:port,...)
+    #[arg(
+        long,
+        env = "WASMGATE_PD_ENDPOINTS",
+        value_name = "ADDRS",
+        value_delimiter = ','
+    )]
+    pd_endpoints: Vec<String>,
+    /// TiKV: prefix of every key (replicas of one gateway share it) [default: wasmgate/]
+    #[arg(long, env = "WASMGATE_KEY_PREFIX", value_name = "PREFIX")]
+    key_prefix: Option<String>,
     /// Seconds between watch bookmarks [default: 60]
     #[arg(long, value_name = "SECONDS")]
     bookmark_interval: Option<u64>,
@@ -80,6 +93,7 @@ struct ServeArgs {
 enum StorageKind {
     Embedded,
     Memory,
+    Tikv,
 }
 
 fn effective_config(args: &ServeArgs) -> anyhow::Result<Config> {
@@ -108,7 +122,25 @@ fn effective_config(args: &ServeArgs) -> anyhow::Result<Config> {
                 cache_mib: wasmgate_storage_embedded::DEFAULT_CACHE_MIB,
             };
         }
+        Some(StorageKind::Tikv) if !matches!(c.storage, config::StorageConfig::Tikv(_)) => {
+            c.storage = config::StorageConfig::Tikv(config::TikvConfig::new(Vec::new()));
+        }
         _ => {}
+    }
+    if let config::StorageConfig::Tikv(t) = &mut c.storage {
+        if !args.pd_endpoints.is_empty() {
+            t.pd_endpoints.clone_from(&args.pd_endpoints);
+        }
+        if let Some(p) = &args.key_prefix {
+            t.key_prefix.clone_from(p);
+        }
+        if t.pd_endpoints.is_empty() {
+            anyhow::bail!(
+                "--storage tikv needs --pd-endpoints (or pd-endpoints in the config file)"
+            );
+        }
+    } else if !args.pd_endpoints.is_empty() || args.key_prefix.is_some() {
+        anyhow::bail!("--pd-endpoints and --key-prefix are for --storage tikv");
     }
     if let Some(b) = args.bookmark_interval {
         c.limits.bookmark_interval_seconds = b;
