@@ -299,7 +299,12 @@ fn tikv_storage_that_cannot_start_exits_with_a_reason() {
         loop {
             if let Some(status) = child.try_wait().unwrap() {
                 let mut err = String::new();
-                child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+                child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .unwrap();
                 return (status, err, started.elapsed());
             }
             if started.elapsed() > Duration::from_secs(30) {

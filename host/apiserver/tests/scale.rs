@@ -79,6 +79,25 @@ async fn whole_lists_stream_page_by_page() {
     assert_eq!(names(items, &["", "metadata", "name"]), want);
     assert_eq!(items[0]["kind"], "PartialObjectMetadata");
     assert!(items[0].get("data").is_none());
+    // With a limit (`CHUNK-01`..`CHUNK-04`), a Table's rows and metadata-only items are
+    // encoded a page at a time too, after the continue token and remaining count.
+    for (accept, at, field) in [
+        (TABLE, &["", "object", "metadata", "name"][..], "rows"),
+        (METADATA, &["", "metadata", "name"][..], "items"),
+    ] {
+        let first = get_with(&s, &format!("{COLLECTION}?limit=2300"), ("accept", accept)).await;
+        let first: Value = serde_json::from_slice(&first.body).unwrap();
+        assert_eq!(first["metadata"]["remainingItemCount"], 45, "{accept}");
+        let token = first["metadata"]["continue"].as_str().unwrap();
+        let next = format!("{COLLECTION}?limit=2300&continue={token}");
+        let rest = get_with(&s, &next, ("accept", accept)).await;
+        let rest: Value = serde_json::from_slice(&rest.body).unwrap();
+        assert!(rest["metadata"].get("continue").is_none(), "{accept}");
+        let mut got = names(first[field].as_array().unwrap(), at);
+        assert_eq!(got.len(), 2300, "{accept}");
+        got.extend(names(rest[field].as_array().unwrap(), at));
+        assert_eq!(got, want, "{accept}");
+    }
 }
 
 /// Issue 9 "Fan-out": a watch whose client takes nothing is ended once it falls out of the

@@ -33,8 +33,8 @@ pub(super) async fn list(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         opts.field_selector.clone(),
     )?;
     let semantics = list_semantics(&opts).map_err(|e| Status::bad_request(e.0))?;
-    if super::list_stream::streams(ctx, opts.limit).await {
-        return super::list_stream::respond(ctx, filter, semantics).await;
+    if let Some(how) = super::list_stream::streams(ctx, opts.limit).await {
+        return super::list_stream::respond(ctx, how, filter, semantics, opts.limit).await;
     }
     let presenter = ctx.presenter();
     let listed = read_list(ctx, presenter.as_ref(), &filter, semantics, opts.limit).await?;

@@ -1,8 +1,10 @@
-//! A LIST of a whole collection (no `limit`) in JSON, as metadata only or as a Table,
-//! streamed (issue 9 "Bounded memory", as kube 1.33 streams its JSON list encoding): the
-//! response is written page by page as the store is read at one revision, so the gateway
-//! holds a few pages of it at a time (each page one buffer), never the whole list. Gzip,
-//! when the client accepts it, compresses the stream as it goes.
+//! A LIST in JSON, as metadata only or as a Table, streamed (issue 9 "Bounded memory", as
+//! kube 1.33 streams its JSON list encoding): a whole collection (no `limit`) is written
+//! page by page as the store is read at one revision, so the gateway holds a few pages of
+//! it at a time (each page one buffer), never the whole list; a page with a limit is read
+//! first (the objects' stored bytes, shared with the object cache) and its metadata or
+//! Table rows encoded a few thousand at a time. Gzip, when the client accepts it,
+//! compresses the stream as it goes.
 //!
 //! The first page is read before the response starts, so that everything that can refuse
 //! the request (a compacted or future revision, a bad continue token) still gets its
@@ -27,48 +29,135 @@ use crate::error::ApiResult;
 /// Pages buffered between the reader and the connection.
 const PAGES_IN_FLIGHT: usize = 2;
 
-/// Whether this list is streamed: no limit, compact JSON (objects or metadata only) or a
+/// How this list is streamed, if it is: compact JSON (objects or metadata only) or a
 /// Table with the built-in columns (a printer plugin's failure midway would change the
-/// columns of a table already half sent, so those tables are built whole).
-pub(super) async fn streams(ctx: &Ctx, limit: u64) -> bool {
-    if limit != 0 || ctx.pretty() {
-        return false;
+/// columns of a table already half sent, so those tables are built whole). Without a
+/// limit the store is read page by page as the response goes out; with one, the page is
+/// read first (it decides the continue token and remaining count, which come before the
+/// items) and only encoded piece by piece: compact JSON objects then need no streaming
+/// (their stored bytes go out as they are, [`crate::body::joined`]).
+pub(super) async fn streams(ctx: &Ctx, limit: u64) -> Option<Streamed> {
+    if ctx.pretty() {
+        return None;
     }
-    match ctx.output() {
-        Ok(Output::Json | Output::PartialObjectMetadata(_)) => true,
-        Ok(Output::Table(_)) => super::printing::PluginPrinter::for_request(ctx)
-            .await
-            .is_none(),
-        _ => false,
+    let streamed = match ctx.output() {
+        Ok(Output::Json) if limit == 0 => Streamed::FromStore,
+        Ok(Output::Json) => return None,
+        Ok(Output::PartialObjectMetadata(_)) => Streamed::FromStore,
+        Ok(Output::Table(_))
+            if super::printing::PluginPrinter::for_request(ctx)
+                .await
+                .is_none() =>
+        {
+            Streamed::FromStore
+        }
+        _ => return None,
+    };
+    Some(if limit == 0 {
+        streamed
+    } else {
+        Streamed::ReadFirst
+    })
+}
+
+/// Where a streamed list's items come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Streamed {
+    /// Read from the store page by page while the response goes out (no limit).
+    FromStore,
+    /// One page (a limit) read whole first, then encoded in pieces.
+    ReadFirst,
+}
+
+/// The items still to encode.
+enum Source {
+    Store {
+        pages: Pages,
+        filter: Filter,
+        presenter: Option<crate::kinds::Presenter>,
+    },
+    Read(std::vec::IntoIter<Obj>),
+}
+
+impl Source {
+    fn done(&self) -> bool {
+        match self {
+            Source::Store { pages, .. } => pages.done(),
+            Source::Read(items) => items.len() == 0,
+        }
+    }
+
+    async fn next(&mut self, ctx: &Ctx) -> ApiResult<Vec<Obj>> {
+        match self {
+            Source::Store {
+                pages,
+                filter,
+                presenter,
+            } => pages.next(ctx, presenter.as_ref(), filter, PAGE).await,
+            Source::Read(items) => Ok(items.by_ref().take(PAGE).collect()),
+        }
     }
 }
 
 pub(super) async fn respond(
     ctx: &Ctx,
+    how: Streamed,
     filter: Filter,
     semantics: ListSemantics,
+    limit: u64,
 ) -> ApiResult<Response<Body>> {
     let out = ctx.output()?;
     let presenter = ctx.presenter();
-    let mut pages = Pages::start(ctx, &semantics, &filter)
-        .await?
-        .without_counts();
-    let first = pages.next(ctx, presenter.as_ref(), &filter, PAGE).await?;
-    let mut enc = Encoder::new(ctx, out, &pages);
+    let (mut source, list_meta) = match how {
+        Streamed::FromStore => {
+            let pages = Pages::start(ctx, &semantics, &filter)
+                .await?
+                .without_counts();
+            (
+                Source::Store {
+                    pages,
+                    filter,
+                    presenter,
+                },
+                None,
+            )
+        }
+        Streamed::ReadFirst => {
+            let listed =
+                super::list::read_list(ctx, presenter.as_ref(), &filter, semantics, limit).await?;
+            let meta = ListMeta {
+                revision: listed.revision,
+                continue_token: listed.continue_token,
+                remaining: listed.remaining,
+            };
+            (Source::Read(listed.items.into_iter()), Some(meta))
+        }
+    };
+    let first = source.next(ctx).await?;
+    let list_meta = match (list_meta, &source) {
+        (Some(m), _) => m,
+        (None, Source::Store { pages, .. }) => ListMeta {
+            revision: pages.revision(),
+            continue_token: String::new(),
+            remaining: None,
+        },
+        (None, Source::Read(_)) => ListMeta::default(),
+    };
+    let mut enc = Encoder::new(ctx, out, list_meta);
     let mut batch = Vec::new();
     enc.items(ctx, first, &mut batch).await?;
     // Compressed as a whole response would be: when it reaches the threshold (a first
     // page under it with nothing after it stays plain).
     let first_bytes = batch.iter().map(|b| b.len() as u64).sum::<u64>();
     let compress =
-        ctx.accepts_gzip() && (!pages.done() || first_bytes >= crate::handler::GZIP_MIN_BYTES);
+        ctx.accepts_gzip() && (!source.done() || first_bytes >= crate::handler::GZIP_MIN_BYTES);
     let mut sink = Sink::new(compress);
     let (tx, rx) = mpsc::channel(PAGES_IN_FLIGHT);
     let ctx = ctx.detached();
     tokio::spawn(async move {
         let mut batch = batch;
         loop {
-            if pages.done() {
+            if source.done() {
                 batch.push(Bytes::from_static(b"]}"));
                 let _ = tx.send(sink.last(batch)).await;
                 return;
@@ -77,7 +166,7 @@ pub(super) async fn respond(
                 return;
             }
             batch = Vec::new();
-            let page = match pages.next(&ctx, presenter.as_ref(), &filter, PAGE).await {
+            let page = match source.next(&ctx).await {
                 Ok(p) => p,
                 Err(e) => {
                     tracing::warn!(cause = ?e.cause, status = e.status.code, "streamed list ended early");
@@ -104,32 +193,48 @@ pub(super) async fn respond(
     Ok(resp)
 }
 
+/// The list's `metadata`.
+#[derive(Default)]
+struct ListMeta {
+    revision: u64,
+    continue_token: String,
+    remaining: Option<u64>,
+}
+
 /// The list's JSON, in pieces: the head (kind, metadata, the Table's columns), then the
 /// items (stored bytes as they are, metadata only, or rows), separated by commas.
 struct Encoder {
     out: Output,
     list_kind: String,
     api_version: String,
-    revision: u64,
+    meta: ListMeta,
     first: bool,
 }
 
 impl Encoder {
-    fn new(ctx: &Ctx, out: Output, pages: &Pages) -> Encoder {
+    fn new(ctx: &Ctx, out: Output, meta: ListMeta) -> Encoder {
         Encoder {
             out,
             list_kind: ctx.rt.list_kind.clone(),
             api_version: ctx.api_version(),
-            revision: pages.revision(),
+            meta,
             first: true,
         }
     }
 
     /// `{…,"items":[` (or `"rows":[`), with the Table's columns when there are any.
     fn head(&self, columns: Vec<table::ColumnDefinition>) -> Vec<u8> {
-        // No limit: no continue token, no remaining count; the revision only.
         let mut meta = Map::new();
-        meta.insert("resourceVersion".into(), json!(self.revision.to_string()));
+        meta.insert(
+            "resourceVersion".into(),
+            json!(self.meta.revision.to_string()),
+        );
+        if !self.meta.continue_token.is_empty() {
+            meta.insert("continue".into(), json!(self.meta.continue_token));
+        }
+        if let Some(n) = self.meta.remaining {
+            meta.insert("remainingItemCount".into(), json!(n));
+        }
         let (kind, api_version) = match self.out {
             Output::Table(v) => {
                 let t = table::Table {
