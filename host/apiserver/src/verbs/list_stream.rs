@@ -71,29 +71,34 @@ pub(super) enum Streamed {
 
 /// The items still to encode.
 enum Source {
-    Store {
-        pages: Pages,
-        filter: Filter,
-        presenter: Option<crate::kinds::Presenter>,
-    },
+    Store(Box<FromStore>),
     Read(std::vec::IntoIter<Obj>),
+}
+
+struct FromStore {
+    pages: Pages,
+    filter: Filter,
+    presenter: Option<crate::kinds::Presenter>,
 }
 
 impl Source {
     fn done(&self) -> bool {
         match self {
-            Source::Store { pages, .. } => pages.done(),
+            Source::Store(s) => s.pages.done(),
             Source::Read(items) => items.len() == 0,
         }
     }
 
     async fn next(&mut self, ctx: &Ctx) -> ApiResult<Vec<Obj>> {
         match self {
-            Source::Store {
-                pages,
-                filter,
-                presenter,
-            } => pages.next(ctx, presenter.as_ref(), filter, PAGE).await,
+            Source::Store(s) => {
+                let FromStore {
+                    pages,
+                    filter,
+                    presenter,
+                } = &mut **s;
+                pages.next(ctx, presenter.as_ref(), filter, PAGE).await
+            }
             Source::Read(items) => Ok(items.by_ref().take(PAGE).collect()),
         }
     }
@@ -114,11 +119,11 @@ pub(super) async fn respond(
                 .await?
                 .without_counts();
             (
-                Source::Store {
+                Source::Store(Box::new(FromStore {
                     pages,
                     filter,
                     presenter,
-                },
+                })),
                 None,
             )
         }
@@ -136,8 +141,8 @@ pub(super) async fn respond(
     let first = source.next(ctx).await?;
     let list_meta = match (list_meta, &source) {
         (Some(m), _) => m,
-        (None, Source::Store { pages, .. }) => ListMeta {
-            revision: pages.revision(),
+        (None, Source::Store(s)) => ListMeta {
+            revision: s.pages.revision(),
             continue_token: String::new(),
             remaining: None,
         },
