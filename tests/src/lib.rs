@@ -375,13 +375,23 @@ impl Gateway {
     /// A kubectl command with this gateway's kubeconfig and a per-gateway cache
     /// directory, but no `--request-timeout` (for watches and other long commands).
     pub fn kubectl_command<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Command {
+        self.kubectl_command_with(&self.kubeconfig, args)
+    }
+
+    /// [`Gateway::kubectl_command`] with another kubeconfig (another replica's:
+    /// `admin-replica-2.kubeconfig` in the data directory).
+    pub fn kubectl_command_with<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        kubeconfig: &Path,
+        args: &[S],
+    ) -> Command {
         let mut c = Command::new(KUBECTL);
         c.arg("--kubeconfig")
-            .arg(&self.kubeconfig)
+            .arg(kubeconfig)
             .arg("--cache-dir")
             .arg(self.work.path().join("kube-cache"))
             .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
+            .env("KUBECONFIG", kubeconfig)
             .env_remove("KUBECTL_EXTERNAL_DIFF")
             .env_remove("KUBE_EDITOR")
             .env_remove("EDITOR")

@@ -27,6 +27,11 @@ pub struct Config {
     /// there, as kube-apiserver's watch cache does (memory: about the size of the stored
     /// objects). Off: every read goes to the engine.
     pub cache_objects: bool,
+    /// Replicas served by this process over one store, each on its own port (`listen`,
+    /// then the next ports) with its own object cache and watch hub, following each
+    /// other's writes: how several gateways over one TiKV cluster behave, on one machine.
+    /// For testing the replica logic; one is what a single machine needs.
+    pub replicas: u16,
     /// A directory of `WasmPlugin` manifests (`*.yaml`) and their modules, applied at
     /// start and followed while serving.
     pub plugin_dir: Option<PathBuf>,
@@ -45,6 +50,7 @@ impl Default for Config {
                 cache_mib: DEFAULT_CACHE_MIB,
             },
             cache_objects: true,
+            replicas: 1,
             plugin_dir: None,
             limits: Limits::default(),
         }

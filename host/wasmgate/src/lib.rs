@@ -53,6 +53,38 @@ fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
     }
 }
 
+/// One more replica of a gateway started with `replicas` > 1.
+#[derive(Debug, Clone)]
+pub struct Replica {
+    /// Its HTTPS address.
+    pub https_addr: SocketAddr,
+    /// Its admin kubeconfig.
+    pub kubeconfig: PathBuf,
+}
+
+/// `name` for replica 0, `name` with `-replica-<n>` before its extension for replica
+/// `n - 1` (`admin-replica-2.kubeconfig`).
+fn replica_file(name: &str, r: u16) -> String {
+    if r == 0 {
+        return name.to_owned();
+    }
+    match name.split_once('.') {
+        Some((stem, ext)) => format!("{stem}-replica-{}.{ext}", r + 1),
+        None => format!("{name}-replica-{}", r + 1),
+    }
+}
+
+/// The address clients are told to use for a listener bound to `addr`.
+fn advertise_addr(addr: SocketAddr) -> String {
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_owned(),
+        ip if ip.is_unspecified() => "[::1]".to_owned(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    format!("{host}:{}", addr.port())
+}
+
 /// A running gateway.
 pub struct Gateway {
     /// The HTTPS address it listens on.
@@ -61,6 +93,8 @@ pub struct Gateway {
     pub insecure_addr: Option<SocketAddr>,
     /// The admin kubeconfig.
     pub kubeconfig: PathBuf,
+    /// With `replicas` > 1: the other replicas over the same store.
+    pub other_replicas: Vec<Replica>,
     stop: Vec<oneshot::Sender<()>>,
     tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -115,11 +149,13 @@ impl Gateway {
             config::StorageConfig::Memory => Arc::new(EmbeddedEngine::in_memory()?),
             config::StorageConfig::Tikv(t) => tikv_engine(t).await?,
         };
+        let replicas = config.replicas.max(1);
         let follow_every = match &config.storage {
             // Other replicas write to the same cluster: follow them.
             config::StorageConfig::Tikv(t) => {
                 Some(std::time::Duration::from_millis(t.follow_ms.max(1)))
             }
+            _ if replicas > 1 => Some(std::time::Duration::from_millis(20)),
             _ => None,
         };
         let store_options = StoreOptions {
@@ -127,74 +163,91 @@ impl Gateway {
             follow_every,
             ..StoreOptions::default()
         };
-        let store = Store::open(engine, store_options)
-            .await
-            .context("opening the store")?;
-
-        let listener = TcpListener::bind(config.listen)
-            .await
-            .with_context(|| format!("binding {}", config.listen))?;
-        let https_addr = listener.local_addr()?;
-        let client_host = match https_addr.ip() {
-            ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_owned(),
-            ip if ip.is_unspecified() => "[::1]".to_owned(),
-            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-            ip => ip.to_string(),
-        };
-        let advertise = format!("{client_host}:{}", https_addr.port());
-        let mut options = config.limits.api_options(&advertise);
-        options.plugin_dir = config.plugin_dir.clone();
-        options.plugin_cache_dir = Some(config.data_dir.join("plugin-cache"));
-        let server = ApiServer::new(store, options).await?;
-
-        let mut sans = config.tls_sans.clone();
-        if !https_addr.ip().is_unspecified() {
-            sans.push(https_addr.ip().to_string());
-        }
-        let pki = pki::load_or_create(&config.data_dir.join("pki"), &sans)?;
-        let tls = Arc::new(pki::server_tls_config(&pki)?);
-        let kubeconfig = config.data_dir.join("admin.kubeconfig");
-        pki::write_kubeconfig(&kubeconfig, &format!("https://{advertise}"), &pki)?;
-
         let mut stop = Vec::new();
         let mut tasks = Vec::new();
-        let (tx, rx) = oneshot::channel::<()>();
-        stop.push(tx);
-        tasks.push(tokio::spawn(serve(
-            server.clone(),
-            listener,
-            config.limits.serve_options(Some(tls)),
-            async move {
-                let _ = rx.await;
-            },
-        )));
+        let mut served = Vec::new();
         let mut insecure_addr = None;
-        if let Some(addr) = config.insecure_listen {
-            let l = TcpListener::bind(addr)
+        let mut pki = None;
+        for r in 0..replicas {
+            let store = Store::open(engine.clone(), store_options.clone())
                 .await
-                .with_context(|| format!("binding {addr}"))?;
-            insecure_addr = Some(l.local_addr()?);
+                .context("opening the store")?;
+            // Replica r listens on the next port (or any free one for port 0).
+            let mut listen = config.listen;
+            if listen.port() != 0 {
+                listen.set_port(listen.port().saturating_add(r));
+            }
+            let listener = TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("binding {listen}"))?;
+            let https_addr = listener.local_addr()?;
+            let advertise = advertise_addr(https_addr);
+            let mut options = config.limits.api_options(&advertise);
+            // Only the first replica applies the plugin directory; the others load the
+            // plugins from the store, as replicas on other machines do.
+            if r == 0 {
+                options.plugin_dir = config.plugin_dir.clone();
+            }
+            options.plugin_cache_dir = Some(config.data_dir.join(replica_file("plugin-cache", r)));
+            let server = ApiServer::new(store, options).await?;
+            let pki = match &pki {
+                Some(p) => p,
+                None => {
+                    let mut sans = config.tls_sans.clone();
+                    if !https_addr.ip().is_unspecified() {
+                        sans.push(https_addr.ip().to_string());
+                    }
+                    pki.insert(pki::load_or_create(&config.data_dir.join("pki"), &sans)?)
+                }
+            };
+            let tls = Arc::new(pki::server_tls_config(pki)?);
+            let kubeconfig = config.data_dir.join(replica_file("admin.kubeconfig", r));
+            pki::write_kubeconfig(&kubeconfig, &format!("https://{advertise}"), pki)?;
             let (tx, rx) = oneshot::channel::<()>();
             stop.push(tx);
             tasks.push(tokio::spawn(serve(
                 server.clone(),
-                l,
-                ServeOptions {
-                    unauthenticated_user: Some(User {
-                        name: "system:insecure-listener".into(),
-                        groups: vec!["system:masters".into(), "system:authenticated".into()],
-                    }),
-                    ..config.limits.serve_options(None)
-                },
+                listener,
+                config.limits.serve_options(Some(tls)),
                 async move {
                     let _ = rx.await;
                 },
             )));
+            if r == 0
+                && let Some(addr) = config.insecure_listen
+            {
+                let l = TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("binding {addr}"))?;
+                insecure_addr = Some(l.local_addr()?);
+                let (tx, rx) = oneshot::channel::<()>();
+                stop.push(tx);
+                tasks.push(tokio::spawn(serve(
+                    server.clone(),
+                    l,
+                    ServeOptions {
+                        unauthenticated_user: Some(User {
+                            name: "system:insecure-listener".into(),
+                            groups: vec!["system:masters".into(), "system:authenticated".into()],
+                        }),
+                        ..config.limits.serve_options(None)
+                    },
+                    async move {
+                        let _ = rx.await;
+                    },
+                )));
+            }
+            served.push(Replica {
+                https_addr,
+                kubeconfig,
+            });
         }
+        let first = served.remove(0);
         Ok(Gateway {
-            https_addr,
+            https_addr: first.https_addr,
             insecure_addr,
-            kubeconfig,
+            kubeconfig: first.kubeconfig,
+            other_replicas: served,
             stop,
             tasks,
         })

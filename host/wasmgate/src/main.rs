@@ -73,6 +73,10 @@ struct ServeArgs {
     /// TiKV: prefix of every key (replicas of one gateway share it) [default: wasmgate/]
     #[arg(long, env = "WASMGATE_KEY_PREFIX", value_name = "PREFIX")]
     key_prefix: Option<String>,
+    /// Serve this many replicas over one store, on consecutive ports, each following the
+    /// others' writes (to try the replica logic on one machine) [default: 1]
+    #[arg(long, env = "WASMGATE_REPLICAS", value_name = "N")]
+    replicas: Option<u16>,
     /// Seconds between watch bookmarks [default: 60]
     #[arg(long, value_name = "SECONDS")]
     bookmark_interval: Option<u64>,
@@ -142,6 +146,12 @@ fn effective_config(args: &ServeArgs) -> anyhow::Result<Config> {
     } else if !args.pd_endpoints.is_empty() || args.key_prefix.is_some() {
         anyhow::bail!("--pd-endpoints and --key-prefix are for --storage tikv");
     }
+    if let Some(n) = args.replicas {
+        c.replicas = n;
+    }
+    if c.replicas == 0 {
+        anyhow::bail!("--replicas must be at least 1");
+    }
     if let Some(b) = args.bookmark_interval {
         c.limits.bookmark_interval_seconds = b;
     }
@@ -192,6 +202,15 @@ fn main() -> anyhow::Result<()> {
 
 async fn run(config: Config) -> anyhow::Result<()> {
     let gw = Gateway::start(&config).await?;
+    // Printed before the line below, which says every replica is up.
+    for (i, r) in gw.other_replicas.iter().enumerate() {
+        println!(
+            "wasmgate replica {}: https://{} kubeconfig={}",
+            i + 2,
+            r.https_addr,
+            r.kubeconfig.display()
+        );
+    }
     // One line tests and scripts wait for; the kubeconfig exists when it is printed.
     println!(
         "wasmgate ready: https://{} kubeconfig={}",
