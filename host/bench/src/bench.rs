@@ -21,6 +21,8 @@ use crate::watchline::parse_object;
 pub struct Bench {
     /// The server.
     pub ep: Arc<Endpoint>,
+    /// The server watchers connect to (`--watch-kubeconfig`; else `ep`).
+    pub watch_ep: Arc<Endpoint>,
     /// The flags.
     pub args: Args,
     /// A fresh id in every object name of this run, so runs never collide.
@@ -56,8 +58,16 @@ impl Bench {
         }
         let creds = kubeconfig::load(&args.kubeconfig)?;
         let ep = Arc::new(Endpoint::new(&creds, args.http2, args.timeout).await?);
+        let watch_ep = match &args.watch_kubeconfig {
+            Some(path) => {
+                let creds = kubeconfig::load(path)?;
+                Arc::new(Endpoint::new(&creds, args.http2, args.timeout).await?)
+            }
+            None => ep.clone(),
+        };
         let bench = Bench {
             ep,
+            watch_ep,
             tpl: match args.kind {
                 Kind::Configmap => ObjectTemplate::new(args.object_size),
                 Kind::Widget => ObjectTemplate::widget(args.object_size),

@@ -41,6 +41,13 @@ pub struct Args {
     #[arg(long, default_value = "./wasmgate-data/admin.kubeconfig")]
     pub kubeconfig: PathBuf,
 
+    /// Kubeconfig of the server the watchers of `watch` connect to (another replica, e.g.
+    /// `admin-replica-2.kubeconfig` of `wasmgate serve --replicas 2`): writes go through
+    /// `--kubeconfig`, so delivery latency includes the replicas following each other
+    /// [default: the same as --kubeconfig]
+    #[arg(long)]
+    pub watch_kubeconfig: Option<PathBuf>,
+
     /// Which scenario to run
     #[arg(long, value_enum, default_value_t = Scenario::All)]
     pub scenario: Scenario,

@@ -376,22 +376,22 @@ impl Bench {
 
         // Open every watch before the first write.
         let timeout_s = (a.warmup + a.duration + a.drain).as_secs() + 120;
-        let watch_uri = self.ep.uri(&format!(
+        let watch_uri = self.watch_ep.uri(&format!(
             "{coll}?watch=1&resourceVersion={start_rv}&timeoutSeconds={timeout_s}"
         ))?;
-        let wpool = self.ep.h2_pool(a.connections as usize).await?;
+        let wpool = self.watch_ep.h2_pool(a.connections as usize).await?;
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut watchers = Vec::with_capacity(a.watchers as usize);
         let mut progress = Vec::with_capacity(a.watchers as usize);
         let mut seen = Vec::with_capacity(a.watchers as usize);
         for i in 0..a.watchers as usize {
             let mut c = self
-                .ep
+                .watch_ep
                 .client(wpool.get(i % wpool.len().max(1)))
                 .await
                 .with_context(|| format!("watcher {i}: connecting"))?;
             let req = self
-                .ep
+                .watch_ep
                 .request(Method::GET, watch_uri.clone(), bytes::Bytes::new());
             let resp = c.send(req).await.map_err(|e| anyhow!("watcher {i}: {e}"))?;
             if resp.status() != StatusCode::OK {
