@@ -80,6 +80,14 @@ impl Server {
         Server::with_store(options, StoreOptions::default()).await
     }
 
+    /// A server over `engine` (a wrapper that injects faults, for example).
+    pub async fn over(engine: std::sync::Arc<dyn wasmgate_storage::Engine>) -> Server {
+        let store = Store::open(engine, StoreOptions::default()).await.unwrap();
+        Server {
+            api: ApiServer::new(store, Options::default()).await.unwrap(),
+        }
+    }
+
     pub async fn with_store(options: Options, store: StoreOptions) -> Server {
         let engine = std::sync::Arc::new(EmbeddedEngine::in_memory().unwrap());
         let store = Store::open(engine, store).await.unwrap();

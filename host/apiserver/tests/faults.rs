@@ -1,0 +1,134 @@
+//! The storage engine lost while serving (issue 10, "Bad input / faults"): what a TiKV
+//! cluster going away looks like to the layers above the engine, with the embedded engine
+//! behind a switch that makes every new snapshot and transaction fail as an unreachable
+//! cluster does (`EngineError::Unavailable`). This tests the store and the API server's
+//! reaction, not TiKV: the TiKV engine's own mapping of its errors is unit-tested in
+//! `wasmgate-storage-tikv`, and its suites run against a real cluster when one is named.
+#![allow(clippy::unwrap_used, reason = "test code")]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use http::Method;
+use serde_json::json;
+use wasmgate_storage::{Engine, EngineError, Snapshot, Transaction};
+use wasmgate_storage_embedded::EmbeddedEngine;
+
+mod common;
+use common::Server;
+
+/// An engine that can be switched off.
+struct Switched {
+    inner: EmbeddedEngine,
+    down: Arc<AtomicBool>,
+}
+
+impl Switched {
+    fn check(&self) -> Result<(), EngineError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(EngineError::Unavailable(
+                "injected: the cluster is unreachable".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl Engine for Switched {
+    fn name(&self) -> &'static str {
+        "switched"
+    }
+    async fn snapshot(&self) -> Result<Box<dyn Snapshot>, EngineError> {
+        self.check()?;
+        self.inner.snapshot().await
+    }
+    async fn begin(&self) -> Result<Box<dyn Transaction>, EngineError> {
+        self.check()?;
+        self.inner.begin().await
+    }
+}
+
+fn cm(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}})
+}
+
+fn rv(v: &serde_json::Value) -> u64 {
+    v["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Requests fail with a 503 `Status` while the engine is unreachable, `/readyz` reports
+/// the storage check failing, and service resumes by itself when it is back: no
+/// acknowledged write lost, no revision reused, a watch opened before goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_engine_fails_requests_and_service_resumes_when_it_returns() {
+    let down = Arc::new(AtomicBool::new(false));
+    let engine = Switched {
+        inner: EmbeddedEngine::in_memory().unwrap(),
+        down: down.clone(),
+    };
+    let s = Server::over(Arc::new(engine)).await;
+    s.create_ns("f").await;
+    let coll = "/api/v1/namespaces/f/configmaps";
+    let a = s.req(Method::POST, coll, cm("a")).await.expect(201).json();
+    let mut watch = s
+        .watch(&format!("{coll}?watch=1&resourceVersion={}", rv(&a)))
+        .await;
+
+    down.store(true, Ordering::SeqCst);
+    for r in [
+        s.get(&format!("{coll}/a")).await,
+        s.get(coll).await,
+        s.req(Method::POST, coll, cm("lost")).await,
+        s.req(Method::DELETE, &format!("{coll}/a"), json!({})).await,
+    ] {
+        let r = r.expect(503);
+        let st = r.json();
+        assert_eq!(
+            (st["kind"].as_str(), st["reason"].as_str()),
+            (Some("Status"), Some("ServiceUnavailable")),
+            "{st}"
+        );
+        assert!(r.headers.contains_key("retry-after"));
+    }
+    let ready = s.get("/readyz?verbose").await;
+    assert_eq!(ready.status.as_u16(), 500, "{}", ready.text());
+    assert!(
+        ready.text().contains("[-]storage failed"),
+        "{}",
+        ready.text()
+    );
+
+    down.store(false, Ordering::SeqCst);
+    s.get("/readyz").await.expect(200);
+    let b = s.req(Method::POST, coll, cm("b")).await.expect(201).json();
+    assert_eq!(rv(&b), rv(&a) + 1, "the failed writes took no revision");
+    let list = s.get(coll).await.expect(200).json();
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["a", "b"],
+        "nothing acknowledged lost, nothing refused kept"
+    );
+    let ev = tokio::time::timeout(Duration::from_secs(5), watch.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            ev["type"].as_str(),
+            ev["object"]["metadata"]["name"].as_str()
+        ),
+        (Some("ADDED"), Some("b"))
+    );
+}
