@@ -230,7 +230,21 @@ async fn compactor(inner: std::sync::Weak<Inner>) {
                 break;
             }
         }
-        if let Some(rev) = target
+        // Of several replicas over one store, the one holding the lease compacts (it
+        // renews the lease every round; another takes over 3 rounds after it stops).
+        let leader = match i
+            .store
+            .lease("compaction", interval.saturating_mul(3))
+            .await
+        {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(error = %error::error_chain(&e), "compaction lease");
+                false
+            }
+        };
+        if leader
+            && let Some(rev) = target
             && rev > i.store.compacted()
         {
             if let Err(e) = i.store.compact(rev).await {

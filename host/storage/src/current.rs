@@ -65,7 +65,7 @@ impl Current {
     }
 
     /// The number of objects held (0 once invalid).
-    #[cfg(feature = "test-suite")]
+    #[cfg(any(test, feature = "test-suite"))]
     pub(crate) fn len(&self) -> usize {
         self.state.read().map_or(0, |s| s.objects.len())
     }

@@ -3,6 +3,7 @@
 //! ```text
 //! m/rev                          current revision (u64 BE)
 //! m/compacted                    compaction revision (u64 BE)
+//! m/lease/<name>                 a lease: expiry (u64 BE ms since the epoch) ++ holder
 //! c/<object key>                 current version: mod revision (u64 BE) ++ value
 //! k/<object key>\0<!rev u64 BE>  superseded versions and deletions, until compaction:
 //!                                tag (0 put, 1 tombstone) ++ value (inverted revision:

@@ -17,6 +17,7 @@
 //! * `history`: reads at a past revision (the current version in `c/`, older ones in `k/`).
 //! * `current`: the current objects in memory, for reads at the latest revision.
 //! * `follow`: reading other stores' writes back from the change log (replicas).
+//! * `lease`: which replica runs a periodic job (compaction) for now.
 //! * `committer`: the single task that batches concurrent writes into one transaction.
 //! * [`watch`]: the in-process hub that fans committed events out to watchers.
 //! * [`testsuite`] (feature `test-suite`): the engine and store contract suites, written
@@ -38,6 +39,7 @@ mod error;
 mod follow;
 mod history;
 pub mod keys;
+mod lease;
 pub mod store;
 #[cfg(feature = "test-suite")]
 pub mod testsuite;

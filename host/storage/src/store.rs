@@ -207,9 +207,24 @@ pub(crate) struct Shared {
     pub(crate) current: Option<Current>,
     /// Held while publishing.
     pub(crate) publishing: std::sync::Mutex<()>,
+    /// This store's name as a lease holder: unique per opened store.
+    pub(crate) holder: String,
     pub(crate) compacted: AtomicU64,
     pub(crate) commits: AtomicU64,
     pub(crate) writes: AtomicU64,
+}
+
+/// A lease holder name no other store has: process id, time, and a counter.
+fn holder_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{}-{nanos}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 impl Shared {
@@ -269,6 +284,7 @@ impl Store {
             hub: Hub::new(rev, options.watch_ring),
             current,
             publishing: std::sync::Mutex::new(()),
+            holder: holder_id(),
             compacted: AtomicU64::new(compacted),
             commits: AtomicU64::new(0),
             writes: AtomicU64::new(0),
@@ -293,6 +309,15 @@ impl Store {
     /// The latest revision this process has seen committed.
     pub fn revision(&self) -> Revision {
         self.shared.hub.last()
+    }
+
+    /// Takes or renews lease `name` for this store for `ttl`: whether this store holds it
+    /// now. Of the stores sharing an engine (replicas), one at a time holds a lease; the
+    /// others get `false` until it expires unrenewed (its holder stopped). For periodic
+    /// jobs that should run on one replica, such as compaction; wall clocks decide expiry,
+    /// so a leased job must stay safe if two replicas briefly run it at once.
+    pub async fn lease(&self, name: &str, ttl: Duration) -> Result<bool> {
+        crate::lease::acquire(&self.shared, name, &self.shared.holder, ttl).await
     }
 
     /// The compaction revision: reads below it fail with [`StorageError::Compacted`].

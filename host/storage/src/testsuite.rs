@@ -124,6 +124,7 @@ macro_rules! store_suite {
             store_cache_answers_as_the_engine_does,
             store_cache_behind_the_engine_is_not_used,
             store_replicas_share_one_engine,
+            store_lease_has_one_holder_at_a_time,
             store_group_commit_batches_concurrent_writes,
             store_reopen_keeps_data_and_revision,
         );
@@ -1360,6 +1361,40 @@ pub mod cases {
         assert_eq!((la.revision, la.items.len()), (102, 101));
         assert_eq!((lb.revision, &lb.items), (102, &la.items));
         assert_eq!(b.cached_objects(), Some(101));
+    }
+
+    /// Of the stores sharing an engine, one at a time holds a lease; it renews it, and
+    /// another takes it only once it expired unrenewed (issue 10: compaction on one
+    /// replica at a time).
+    pub async fn store_lease_has_one_holder_at_a_time(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let engine = f.open(place.path()).await;
+        let a = Store::open(engine.clone(), StoreOptions::default())
+            .await
+            .unwrap();
+        let b = Store::open(engine, StoreOptions::default()).await.unwrap();
+        // Margins of 400 ms or more around every expiry, for loaded machines.
+        let ttl = Duration::from_millis(1000);
+        assert!(a.lease("job", ttl).await.unwrap());
+        assert!(!b.lease("job", ttl).await.unwrap(), "held by a");
+        assert!(
+            b.lease("other", ttl).await.unwrap(),
+            "leases are independent"
+        );
+        assert!(a.lease("job", ttl).await.unwrap(), "the holder renews");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(a.lease("job", ttl).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert!(!b.lease("job", ttl).await.unwrap(), "renewed 600 ms ago");
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        assert!(
+            b.lease("job", ttl).await.unwrap(),
+            "expired unrenewed: b takes it"
+        );
+        assert!(!a.lease("job", ttl).await.unwrap(), "a lost it");
+        // Racing for a free lease: exactly one wins.
+        let (x, y) = tokio::join!(a.lease("race", ttl), b.lease("race", ttl));
+        assert_eq!(u8::from(x.unwrap()) + u8::from(y.unwrap()), 1);
     }
 
     pub async fn store_reopen_keeps_data_and_revision(f: &dyn EngineFactory) {
