@@ -24,6 +24,25 @@ use crate::store::{ListPage, SCAN_CHUNK};
 use crate::watch::{Event, EventKind};
 use crate::{Result, Revision, Snapshot, Versioned, history, keys};
 
+/// Which state a read from the cache must see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum At {
+    /// The latest: the engine's current revision or a later one.
+    AtLeast(Revision),
+    /// Exactly this revision (a continue page, `resourceVersionMatch=Exact`): served only
+    /// when nothing was written since.
+    Exactly(Revision),
+}
+
+impl At {
+    fn served_by(self, cache: Revision) -> bool {
+        match self {
+            At::AtLeast(r) => cache >= r,
+            At::Exactly(r) => cache == r,
+        }
+    }
+}
+
 /// The cache of current objects.
 pub(crate) struct Current {
     state: RwLock<State>,
@@ -62,6 +81,11 @@ impl Current {
                 objects,
             }),
         })
+    }
+
+    /// The revision the cache is at (`None`: invalid).
+    pub(crate) fn revision(&self) -> Option<Revision> {
+        self.state.read().ok()?.revision
     }
 
     /// The number of objects held (0 once invalid).
@@ -104,15 +128,11 @@ impl Current {
         }
     }
 
-    /// The current version of `key`, when the cache is at `at_least` or later: `(the
-    /// cache's revision, the version)`. `None`: ask the engine.
-    pub(crate) fn get(
-        &self,
-        key: &str,
-        at_least: Revision,
-    ) -> Option<(Revision, Option<Versioned>)> {
+    /// The current version of `key`, when the cache is at the revision `at` asks for:
+    /// `(the cache's revision, the version)`. `None`: ask the engine.
+    pub(crate) fn get(&self, key: &str, at: At) -> Option<(Revision, Option<Versioned>)> {
         let s = self.state.read().ok()?;
-        let rev = s.revision.filter(|r| *r >= at_least)?;
+        let rev = s.revision.filter(|r| at.served_by(*r))?;
         let found = s.objects.get(key).map(|(r, v)| Versioned {
             key: key.to_owned(),
             revision: *r,
@@ -122,11 +142,11 @@ impl Current {
     }
 
     /// A page of the keys starting with `prefix`, after `start_after`, at most `limit`
-    /// (`usize::MAX`: all), as `Store::list` at the latest revision answers it, when the
-    /// cache is at `at_least` or later. `None`: ask the engine.
+    /// (`usize::MAX`: all), as `Store::list` answers it, when the cache is at the revision
+    /// `at` asks for. `None`: ask the engine.
     pub(crate) fn list(
         &self,
-        at_least: Revision,
+        at: At,
         prefix: &str,
         start_after: Option<&str>,
         limit: usize,
@@ -134,7 +154,7 @@ impl Current {
         count_cap: u64,
     ) -> Option<ListPage> {
         let s = self.state.read().ok()?;
-        let revision = s.revision.filter(|r| *r >= at_least)?;
+        let revision = s.revision.filter(|r| at.served_by(*r))?;
         let from = match start_after {
             Some(after) if after >= prefix => Bound::Excluded(after),
             _ => Bound::Included(prefix),
@@ -208,24 +228,32 @@ mod tests {
             put(5, "g/s/b/x", "5"),
         ]);
         // `prefix` is a plain string prefix (the caller ends it with `/`).
-        let p = c.list(5, "g/r/b/", None, usize::MAX, true, 100).unwrap();
+        let p = c
+            .list(At::AtLeast(5), "g/r/b/", None, usize::MAX, true, 100)
+            .unwrap();
         assert_eq!(keys_of(&p), ["g/r/b/x", "g/r/b/y"]);
         assert!(!p.more);
-        let p = c.list(5, "g/r/", None, 2, true, 100).unwrap();
+        let p = c.list(At::AtLeast(5), "g/r/", None, 2, true, 100).unwrap();
         assert_eq!(keys_of(&p), ["g/r/a/x", "g/r/b/x"]);
         assert_eq!((p.more, p.remaining, p.revision), (true, Some(2), 5));
-        let p = c.list(5, "g/r/", Some("g/r/b/x"), 1, true, 2).unwrap();
+        let p = c
+            .list(At::AtLeast(5), "g/r/", Some("g/r/b/x"), 1, true, 2)
+            .unwrap();
         assert_eq!(keys_of(&p), ["g/r/b/y"]);
         // One key follows, under the cap of 2.
         assert_eq!((p.more, p.remaining), (true, Some(1)));
-        let p = c.list(5, "g/r/", Some("g/r/a/x"), 1, true, 1).unwrap();
+        let p = c
+            .list(At::AtLeast(5), "g/r/", Some("g/r/a/x"), 1, true, 1)
+            .unwrap();
         assert_eq!(
             (p.more, p.remaining),
             (true, None),
             "past the cap: left out"
         );
         // A start before the prefix starts at the prefix.
-        let p = c.list(5, "g/s/", Some("a"), 10, false, 1).unwrap();
+        let p = c
+            .list(At::AtLeast(5), "g/s/", Some("a"), 10, false, 1)
+            .unwrap();
         assert_eq!(keys_of(&p), ["g/s/b/x"]);
     }
 
@@ -234,7 +262,7 @@ mod tests {
         let c = empty(0);
         c.apply(&[put(1, "k/1", "a"), put(2, "k/1", "b")]);
         c.apply(&[put(2, "k/1", "stale replay")]);
-        let (rev, v) = c.get("k/1", 2).unwrap();
+        let (rev, v) = c.get("k/1", At::AtLeast(2)).unwrap();
         assert_eq!((rev, v.unwrap().value), (2, Bytes::from("b")));
         c.apply(&[Event::new(
             3,
@@ -243,8 +271,16 @@ mod tests {
             Bytes::from("b"),
             None,
         )]);
-        assert_eq!(c.get("k/1", 3).unwrap(), (3, None));
-        assert!(c.get("k/1", 4).is_none(), "behind the engine: ask it");
+        assert_eq!(c.get("k/1", At::AtLeast(3)).unwrap(), (3, None));
+        assert!(
+            c.get("k/1", At::AtLeast(4)).is_none(),
+            "behind the engine: ask it"
+        );
+        assert!(c.get("k/1", At::Exactly(3)).is_some());
+        assert!(
+            c.get("k/1", At::Exactly(2)).is_none(),
+            "a past revision: ask the engine"
+        );
     }
 
     #[test]
@@ -252,10 +288,10 @@ mod tests {
         let c = empty(0);
         c.apply(&[put(1, "a", "1")]);
         c.apply(&[put(3, "b", "3")]);
-        assert!(c.get("a", 0).is_none());
-        assert!(c.list(0, "", None, 10, false, 1).is_none());
+        assert!(c.get("a", At::AtLeast(0)).is_none());
+        assert!(c.list(At::AtLeast(0), "", None, 10, false, 1).is_none());
         c.apply(&[put(4, "c", "4")]);
-        assert!(c.get("c", 0).is_none());
+        assert!(c.get("c", At::AtLeast(0)).is_none());
         assert_eq!(c.len(), 0);
     }
 }

@@ -8,7 +8,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::committer::{self, Pending};
-use crate::current::Current;
+use crate::current::{At, Current};
 use crate::history;
 use crate::watch::{Hub, Watcher};
 use crate::{Engine, Result, Revision, Snapshot, StorageError, keys};
@@ -347,7 +347,11 @@ impl Store {
         let current = read_u64(snap.as_ref(), keys::META_REV).await?;
         match at {
             ReadAt::Latest => {
-                if let Some(hit) = self.cached().and_then(|c| c.get(key, current)) {
+                if let Some(hit) = self
+                    .cache_at(current)
+                    .await
+                    .and_then(|c| c.get(key, At::AtLeast(current)))
+                {
                     return Ok(hit);
                 }
                 let ck = keys::current(key);
@@ -366,6 +370,9 @@ impl Store {
             }
             ReadAt::Exact(rev) => {
                 check_exact(snap.as_ref(), rev, current).await?;
+                if let Some(hit) = self.cached().and_then(|c| c.get(key, At::Exactly(rev))) {
+                    return Ok(hit);
+                }
                 let found = history::get_at(snap.as_ref(), key, rev).await?;
                 Ok((rev, found))
             }
@@ -388,9 +395,9 @@ impl Store {
         let limit = if limit == 0 { usize::MAX } else { limit };
         match at {
             ReadAt::Latest => {
-                if let Some(page) = self.cached().and_then(|c| {
+                if let Some(page) = self.cache_at(current).await.and_then(|c| {
                     c.list(
-                        current,
+                        At::AtLeast(current),
                         prefix,
                         start_after,
                         limit,
@@ -412,6 +419,19 @@ impl Store {
             }
             ReadAt::Exact(rev) => {
                 check_exact(snap.as_ref(), rev, current).await?;
+                // Nothing written since `rev`: the cache is that state.
+                if let Some(page) = self.cached().and_then(|c| {
+                    c.list(
+                        At::Exactly(rev),
+                        prefix,
+                        start_after,
+                        limit,
+                        count_remaining,
+                        REMAINING_COUNT_CAP,
+                    )
+                }) {
+                    return Ok(page);
+                }
                 history::list_at(
                     snap.as_ref(),
                     rev,
@@ -432,6 +452,21 @@ impl Store {
             return None;
         }
         self.shared.current.as_ref()
+    }
+
+    /// The object cache, brought up to `current` first when it is behind (another replica
+    /// wrote since its follower last looked): the log entries in between are read and
+    /// published, as kube-apiserver's consistent reads from cache wait for the watch cache
+    /// to reach the current revision (KEP-2340). If that fails, the read goes to the
+    /// engine.
+    async fn cache_at(&self, current: Revision) -> Option<&Current> {
+        let cache = self.cached()?;
+        if cache.revision().is_some_and(|r| r < current)
+            && let Err(e) = crate::follow::catch_up(&self.shared, current).await
+        {
+            tracing::debug!(error = %e, "object cache catch-up failed; reading the engine");
+        }
+        Some(cache)
     }
 
     /// A handle on the same store whose reads never use the object cache (the suites
