@@ -78,3 +78,59 @@ fn replicas_see_each_others_writes_and_conflicts() {
     ]));
     assert_eq!(v, "a");
 }
+
+/// A plugin bound through one replica admits requests on the other: the WasmPlugin lives
+/// in the store and each replica's plugin controller follows it there (issue 10, "every
+/// replica loads the same module").
+#[test]
+fn a_plugin_bound_through_one_replica_admits_on_the_other() {
+    let gw = gateway_builder!().config("replicas: 2\n").start();
+    let second = gw.data_dir().join("admin-replica-2.kubeconfig");
+    let module = wasmgate_e2e::examples_dir().join("../plugins/dist/core_policy.wasm");
+    assert!(
+        module.is_file(),
+        "build the plugins first (bash plugins/build.sh)"
+    );
+    let binding = serde_json::json!({
+        "apiVersion": "wasmgate.dev/v1alpha1",
+        "kind": "WasmPlugin",
+        "metadata": {"name": "core-policy"},
+        "spec": {"groups": [""], "resources": ["configmaps"], "operations": ["CREATE"],
+                 "namespaceSelector": {"matchLabels": {"policy": "strict"}},
+                 "module": {"path": module}},
+    });
+    let file = gw.write_file("binding.json", &binding.to_string());
+    gw.kubectl_ok(&["create", "namespace", "strict"]);
+    gw.kubectl_ok(&["label", "namespace", "strict", "policy=strict"]);
+    gw.kubectl_ok(&["apply", "-f", file.to_str().unwrap()]);
+    let deadline = std::time::Instant::now() + WAIT;
+    let mut n = 0;
+    loop {
+        n += 1;
+        let name = format!("c{n}");
+        let out = run(gw.kubectl_command_with(
+            &second,
+            &[
+                "--request-timeout=30s",
+                "-n",
+                "strict",
+                "create",
+                "configmap",
+                &name,
+            ],
+        ));
+        let err = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            assert!(
+                err.contains("admission plugin \"core-policy\" denied the request"),
+                "{err}"
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second replica never loaded the plugin"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
