@@ -23,6 +23,7 @@
 //! * [`structural`]: CRD structural schemas: checks, pruning, defaulting, validation.
 #![forbid(unsafe_code)]
 
+pub mod fieldset;
 pub mod gofmt;
 pub mod goregex;
 pub mod json;
