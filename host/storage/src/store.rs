@@ -393,20 +393,32 @@ impl Store {
         let snap = self.shared.engine.snapshot().await?;
         let current = read_u64(snap.as_ref(), keys::META_REV).await?;
         let limit = if limit == 0 { usize::MAX } else { limit };
+        // The cache answers the latest state (brought up to the engine's first) and, when
+        // nothing was written since, the state at exactly `rev`.
+        let cached = match at {
+            ReadAt::Latest => self
+                .cache_at(current)
+                .await
+                .map(|c| (c, At::AtLeast(current))),
+            ReadAt::Exact(rev) => {
+                check_exact(snap.as_ref(), rev, current).await?;
+                self.cached().map(|c| (c, At::Exactly(rev)))
+            }
+        };
+        if let Some(page) = cached.and_then(|(c, want)| {
+            c.list(
+                want,
+                prefix,
+                start_after,
+                limit,
+                count_remaining,
+                REMAINING_COUNT_CAP,
+            )
+        }) {
+            return Ok(page);
+        }
         match at {
             ReadAt::Latest => {
-                if let Some(page) = self.cache_at(current).await.and_then(|c| {
-                    c.list(
-                        At::AtLeast(current),
-                        prefix,
-                        start_after,
-                        limit,
-                        count_remaining,
-                        REMAINING_COUNT_CAP,
-                    )
-                }) {
-                    return Ok(page);
-                }
                 list_latest(
                     snap.as_ref(),
                     current,
@@ -418,20 +430,6 @@ impl Store {
                 .await
             }
             ReadAt::Exact(rev) => {
-                check_exact(snap.as_ref(), rev, current).await?;
-                // Nothing written since `rev`: the cache is that state.
-                if let Some(page) = self.cached().and_then(|c| {
-                    c.list(
-                        At::Exactly(rev),
-                        prefix,
-                        start_after,
-                        limit,
-                        count_remaining,
-                        REMAINING_COUNT_CAP,
-                    )
-                }) {
-                    return Ok(page);
-                }
                 history::list_at(
                     snap.as_ref(),
                     rev,

@@ -394,6 +394,16 @@ pub mod cases {
         Store::open(f.open(place.path()).await, opts).await.unwrap()
     }
 
+    /// Two stores over one engine, as two replicas over one cluster (and the place,
+    /// which must outlive them).
+    async fn two_stores(f: &dyn EngineFactory, opts: StoreOptions) -> (Place, Store, Store) {
+        let place = Place::new();
+        let engine = f.open(place.path()).await;
+        let a = Store::open(engine.clone(), opts.clone()).await.unwrap();
+        let b = Store::open(engine, opts).await.unwrap();
+        (place, a, b)
+    }
+
     fn put(key: &str, body: &str, pre: Precondition) -> Write {
         Write::new(key, pre, WriteOp::Put(Value::new(body.to_owned())))
     }
@@ -1285,12 +1295,7 @@ pub mod cases {
     /// read at the latest revision first brings the cache up from the change log (as
     /// kube's consistent reads from cache wait for the watch cache, KEP-2340).
     pub async fn store_cache_behind_the_engine_is_not_used(f: &dyn EngineFactory) {
-        let place = Place::new();
-        let engine = f.open(place.path()).await;
-        let a = Store::open(engine.clone(), StoreOptions::default())
-            .await
-            .unwrap();
-        let b = Store::open(engine, StoreOptions::default()).await.unwrap();
+        let (_place, a, b) = two_stores(f, StoreOptions::default()).await;
         assert_eq!(b.cached_objects(), Some(0));
         let w = a
             .write(put("g/r/n/x", "from a", Precondition::Absent))
@@ -1319,14 +1324,11 @@ pub mod cases {
     /// update through each gets exactly one conflict, and each one's watchers and reads
     /// see the other's writes (its follower reads them from the change log).
     pub async fn store_replicas_share_one_engine(f: &dyn EngineFactory) {
-        let place = Place::new();
-        let engine = f.open(place.path()).await;
         let opts = StoreOptions {
             follow_every: Some(Duration::from_millis(10)),
             ..StoreOptions::default()
         };
-        let a = Store::open(engine.clone(), opts.clone()).await.unwrap();
-        let b = Store::open(engine, opts).await.unwrap();
+        let (_place, a, b) = two_stores(f, opts).await;
         let mut watches = [a.watch("g/", 0).unwrap(), b.watch("g/", 0).unwrap()];
         let mut writes = tokio::task::JoinSet::new();
         for i in 0..100 {
@@ -1387,12 +1389,7 @@ pub mod cases {
     /// another takes it only once it expired unrenewed (issue 10: compaction on one
     /// replica at a time).
     pub async fn store_lease_has_one_holder_at_a_time(f: &dyn EngineFactory) {
-        let place = Place::new();
-        let engine = f.open(place.path()).await;
-        let a = Store::open(engine.clone(), StoreOptions::default())
-            .await
-            .unwrap();
-        let b = Store::open(engine, StoreOptions::default()).await.unwrap();
+        let (_place, a, b) = two_stores(f, StoreOptions::default()).await;
         // Margins of 400 ms or more around every expiry, for loaded machines.
         let ttl = Duration::from_millis(1000);
         assert!(a.lease("job", ttl).await.unwrap());
