@@ -28,8 +28,12 @@ use wasmgate_storage::{Engine, EngineError, Snapshot, Transaction};
 
 const TABLE: TableDefinition<'static, &'static [u8], &'static [u8]> = TableDefinition::new("kv");
 
-/// The default size of redb's page cache, in MiB.
-pub const DEFAULT_CACHE_MIB: usize = 256;
+/// The default size of redb's page cache, in MiB. Reads at the latest revision are served
+/// from the store's object cache, so redb's cache mostly serves writes and history reads:
+/// measured with ~150k 1 KiB objects, 64 MiB gave the same creates/s as 256, 15 % more
+/// updates/s (9.4-9.8k → 11.2k) and 250 MB less memory after a restart (the startup scan
+/// no longer fills a second copy of every object).
+pub const DEFAULT_CACHE_MIB: usize = 64;
 
 /// Configuration of the embedded engine.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
