@@ -234,8 +234,8 @@ mod tests {
         assert_eq!(c.limits.bookmark_interval_seconds, 5);
         assert_eq!(c.data_dir, PathBuf::from("./wasmgate-data"));
         assert!(parse("lisen: 1.2.3.4:5\n").is_err());
-        let e = parse("storage:\n  type: embedded\n  cache-mib: 64\n").unwrap();
-        assert_eq!(e.storage, StorageConfig::Embedded { cache_mib: 64 });
+        let e = parse("storage:\n  type: embedded\n  cache-mib: 128\n").unwrap();
+        assert_eq!(e.storage, StorageConfig::Embedded { cache_mib: 128 });
         assert!(e.cache_objects);
         assert!(!parse("cache-objects: false\n").unwrap().cache_objects);
         let t = parse("storage:\n  type: tikv\n  pd-endpoints: [pd0:2379, pd1:2379]\n").unwrap();
