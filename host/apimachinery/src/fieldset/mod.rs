@@ -21,6 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
+mod shape;
+pub use shape::{ListKind, Shape};
+
 /// One step of a path.
 #[derive(Debug, Clone)]
 pub enum PathElement {
@@ -70,28 +73,30 @@ impl PathElement {
         }
     }
 
-    /// Parses a `FieldsV1` key (not `"."`).
-    pub fn decode(s: &str) -> Result<PathElement, FieldSetError> {
+    /// Parses a `FieldsV1` key (not `"."`); `None` for a prefix this version does not know
+    /// (kube skips those, for documents written by newer servers).
+    pub fn decode(s: &str) -> Result<Option<PathElement>, FieldSetError> {
         let bad = |why: &str| FieldSetError(format!("{s:?}: {why}"));
         let (kind, rest) = s
             .split_once(':')
             .ok_or_else(|| bad("expected a prefix f:, k:, v: or i:"))?;
-        match kind {
-            "f" => Ok(PathElement::Field(rest.to_owned())),
+        let pe = match kind {
+            "f" => PathElement::Field(rest.to_owned()),
             "v" => serde_json::from_str(rest)
                 .map(PathElement::Value)
-                .map_err(|e| bad(&format!("the value is not JSON: {e}"))),
+                .map_err(|e| bad(&format!("the value is not JSON: {e}")))?,
             "k" => match serde_json::from_str::<Value>(rest) {
-                Ok(Value::Object(m)) if !m.is_empty() => Ok(PathElement::key(m)),
-                Ok(_) => Err(bad("the key is not a non-empty JSON object")),
-                Err(e) => Err(bad(&format!("the key is not JSON: {e}"))),
+                Ok(Value::Object(m)) if !m.is_empty() => PathElement::key(m),
+                Ok(_) => return Err(bad("the key is not a non-empty JSON object")),
+                Err(e) => return Err(bad(&format!("the key is not JSON: {e}"))),
             },
             "i" => rest
                 .parse()
                 .map(PathElement::Index)
-                .map_err(|_| bad("the index is not a non-negative integer")),
-            _ => Err(bad("unknown prefix")),
-        }
+                .map_err(|_| bad("the index is not a non-negative integer"))?,
+            _ => return Ok(None),
+        };
+        Ok(Some(pe))
     }
 }
 
@@ -130,17 +135,18 @@ impl PartialEq for PathElement {
 
 impl Eq for PathElement {}
 
-/// A total order on JSON values: null, booleans, numbers, strings, arrays, objects; within
-/// a kind by value (numbers numerically, arrays and objects element by element).
+/// A total order on JSON values, structured-merge-diff's: numbers, strings, booleans,
+/// arrays, objects, null; within a kind by value (numbers numerically, arrays and objects
+/// element by element).
 fn compare_values(a: &Value, b: &Value) -> Ordering {
     fn rank(v: &Value) -> u8 {
         match v {
-            Value::Null => 0,
-            Value::Bool(_) => 1,
-            Value::Number(_) => 2,
-            Value::String(_) => 3,
-            Value::Array(_) => 4,
-            Value::Object(_) => 5,
+            Value::Number(_) => 0,
+            Value::String(_) => 1,
+            Value::Bool(_) => 2,
+            Value::Array(_) => 3,
+            Value::Object(_) => 4,
+            Value::Null => 5,
         }
     }
     match (a, b) {
@@ -347,7 +353,9 @@ impl FieldSet {
                     "\".\" at the root (the object itself is not a field)".into(),
                 ));
             }
-            let pe = PathElement::decode(k)?;
+            let Some(pe) = PathElement::decode(k)? else {
+                continue;
+            };
             let Value::Object(inner) = v else {
                 return Err(FieldSetError(format!("{k:?}: expected a JSON object")));
             };
@@ -440,7 +448,6 @@ mod tests {
     fn bad_documents_say_why() {
         for (doc, why) in [
             (json!([]), "expected a JSON object"),
-            (json!({"x:a": {}}), "unknown prefix"),
             (json!({"a": {}}), "expected a prefix"),
             (json!({"k:[1]": {}}), "not a non-empty JSON object"),
             (json!({"v:{": {}}), "not JSON"),
@@ -451,6 +458,9 @@ mod tests {
             let err = FieldSet::from_fields_v1(&doc).unwrap_err().to_string();
             assert!(err.contains(why), "{doc}: {err}");
         }
+        // A prefix from a newer server is skipped, as kube skips it.
+        let s = FieldSet::from_fields_v1(&json!({"x:a": {}, "f:b": {}})).unwrap();
+        assert_eq!(s.paths(), vec![vec![f("b")]]);
     }
 
     #[test]
