@@ -379,6 +379,11 @@ impl<'a> Node<'a> {
         self.data().enum_.as_deref()
     }
 
+    /// `x-kubernetes-preserve-unknown-fields: true`.
+    pub fn preserves_unknown_fields(&self) -> bool {
+        self.data().preserves()
+    }
+
     /// `x-kubernetes-list-type` (`atomic`, `set`, `map`).
     pub fn list_type(&self) -> Option<&'a str> {
         self.data().x_list_type.as_deref()

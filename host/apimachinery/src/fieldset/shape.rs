@@ -67,6 +67,63 @@ pub enum ListKind {
     },
 }
 
+impl Shape {
+    /// The shape a custom resource's structural schema gives (`SSA-08`, `SSA-09`): lists
+    /// are atomic unless `x-kubernetes-list-type` says `set` or `map`; objects are
+    /// granular unless `x-kubernetes-map-type: atomic`; unknown fields kept by
+    /// `x-kubernetes-preserve-unknown-fields` are deduced.
+    pub fn of_schema(node: crate::structural::Node<'_>) -> Shape {
+        use crate::structural::{AdditionalProperties, NodeKind};
+        let atomic = node.map_type() == Some("atomic");
+        match node.kind() {
+            NodeKind::Object | NodeKind::Map => {
+                let fields = node
+                    .properties()
+                    .map(|(k, n)| (k.to_owned(), Shape::of_schema(n)))
+                    .collect();
+                let entries = match node.additional_properties() {
+                    Some(AdditionalProperties::Schema(n)) => Some(Box::new(Shape::of_schema(n))),
+                    _ if node.preserves_unknown_fields() => Some(Box::new(Shape::Deduced)),
+                    _ => None,
+                };
+                Shape::Map {
+                    atomic,
+                    fields,
+                    entries,
+                }
+            }
+            NodeKind::List => {
+                let items = node.items().map_or(Shape::Deduced, Shape::of_schema);
+                let kind = match node.list_type() {
+                    Some("set") => ListKind::Set,
+                    Some("map") => {
+                        let keys = node.map_keys().to_vec();
+                        let defaults = node
+                            .items()
+                            .map(|item| {
+                                keys.iter()
+                                    .filter_map(|k| {
+                                        let d = item.property(k)?.default_value()?;
+                                        Some((k.clone(), d.clone()))
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        ListKind::Map { keys, defaults }
+                    }
+                    _ => ListKind::Atomic,
+                };
+                Shape::List {
+                    kind,
+                    items: Box::new(items),
+                }
+            }
+            NodeKind::Any => Shape::Deduced,
+            _ => Shape::Scalar,
+        }
+    }
+}
+
 impl FieldSet {
     /// The paths `value`'s fields make under `shape` (the root itself is not a path).
     pub fn of_value(value: &Value, shape: &Shape) -> FieldSet {
@@ -253,6 +310,49 @@ mod tests {
                 r#""f:selector":{},"f:template":{"f:metadata":{"f:labels":{"f:app.kubernetes.io/name":{}}},"#,
                 r#""f:spec":{"f:containers":{"k:{\"name\":\"nginx\"}":{".":{},"f:image":{},"f:name":{}}}}}}}"#
             )
+        );
+    }
+
+    /// A CRD's schema markers decide (`SSA-08`, `SSA-09`): atomic lists by default, sets,
+    /// map lists with a defaulted key, atomic maps, preserved unknown fields.
+    #[test]
+    fn a_custom_resource_through_its_schema() {
+        let schema = crate::structural::Schema::parse(
+            &json!({"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "owners": {"type": "array", "x-kubernetes-list-type": "set",
+                               "items": {"type": "string"}},
+                    "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                              "x-kubernetes-list-map-keys": ["port", "protocol"],
+                              "items": {"type": "object", "required": ["port"], "properties": {
+                                  "port": {"type": "integer"},
+                                  "protocol": {"type": "string", "default": "TCP"},
+                                  "name": {"type": "string"}}}},
+                    "selector": {"type": "object", "x-kubernetes-map-type": "atomic",
+                                 "additionalProperties": {"type": "string"}},
+                    "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                }}
+            }}),
+            "openAPIV3Schema",
+        )
+        .unwrap();
+        let shape = Shape::of_schema(schema.root());
+        let obj = json!({"spec": {
+            "tags": ["a", "b"], "owners": ["me"],
+            "ports": [{"port": 80, "name": "http"}],
+            "selector": {"app": "x"},
+            "extra": {"deep": {"x": 1}}
+        }});
+        assert_eq!(
+            FieldSet::of_value(&obj, &shape).to_fields_v1(),
+            json!({"f:spec": {
+                "f:extra": {"f:deep": {".": {}, "f:x": {}}},
+                "f:owners": {"v:\"me\"": {}},
+                "f:ports": {"k:{\"port\":80,\"protocol\":\"TCP\"}": {".": {}, "f:name": {}, "f:port": {}}},
+                "f:selector": {},
+                "f:tags": {}
+            }})
         );
     }
 
