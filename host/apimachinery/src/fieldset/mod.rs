@@ -21,7 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
+mod compare;
 mod shape;
+pub use compare::Comparison;
 pub use shape::{ListKind, Shape};
 
 /// One step of a path.

@@ -199,7 +199,7 @@ fn walk(value: &Value, shape: &Shape, path: &mut Path, set: &mut FieldSet) {
 
 /// The `k:` element of a map-list item: its key fields (defaults filling missing ones),
 /// `None` when it has none of them.
-fn key_of(
+pub(super) fn key_of(
     item: &Value,
     keys: &[String],
     defaults: &BTreeMap<String, Value>,
