@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 mod compare;
+pub mod managed;
 mod shape;
 pub use compare::Comparison;
 pub use shape::{ListKind, Shape};
