@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
+pub mod apply;
 mod compare;
 pub mod managed;
 mod shape;
