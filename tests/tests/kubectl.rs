@@ -1176,7 +1176,6 @@ fn unauthenticated_and_health() {
 /// `apply --server-side`: creates, reports a conflict with another manager, and
 /// `--force-conflicts` takes the field over (PATCH-05, SSA-01, SSA-14, VERB-03, wire §7).
 #[test]
-#[ignore = "server-side apply is not implemented by the server yet (415); run with --ignored"]
 fn server_side_apply_conflicts() {
     let gw = start();
     let manifest = |v: &str| {

@@ -4,6 +4,7 @@
 //! plugins) → store (CAS) → encode.
 
 mod admission;
+mod apply;
 mod create;
 mod delete;
 mod delete_collection;

@@ -566,9 +566,27 @@ async fn patch_01_to_04_patch_types() {
         .expect(200)
         .json();
     assert_eq!(rv(&r), rv(&cur));
-    s.patch(P, "application/apply-patch+yaml", "{}")
+    // Apply (`SSA-02`, `SSA-16`): a field manager is required (422), and the body must be
+    // an object of this endpoint's type (400).
+    let no_manager = s
+        .patch(P, "application/apply-patch+yaml", "{}")
         .await
-        .expect(415);
+        .expect(422)
+        .json();
+    assert_eq!(
+        no_manager["message"],
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+    );
+    let wrong_type = s
+        .patch(
+            &format!("{P}?fieldManager=t"),
+            "application/apply-patch+yaml",
+            "{}",
+        )
+        .await
+        .expect(400)
+        .json();
+    assert_eq!(wrong_type["message"], "invalid object type: /, Kind=");
     s.patch(P, "application/json", "{}").await.expect(415);
     s.patch(P, "application/merge-patch+json", "[1]")
         .await

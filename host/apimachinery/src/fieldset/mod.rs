@@ -22,9 +22,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 pub mod apply;
+mod builtin;
 mod compare;
 pub mod managed;
 mod shape;
+pub use builtin::{builtin_shape, object_meta};
 pub use compare::Comparison;
 pub use shape::{ListKind, Shape};
 

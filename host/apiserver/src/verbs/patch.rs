@@ -1,5 +1,5 @@
 //! `patch` (`PATCH-01`..`PATCH-04`): JSON patch (with `test`), merge patch and strategic
-//! merge patch, applied to the current object and then written like an update. A patch
+//! merge patch (server-side apply: `apply.rs`), applied to the current object and then written like an update. A patch
 //! that sets `metadata.resourceVersion` is a precondition (409 when stale); a patch that
 //! changes nothing writes nothing.
 
@@ -22,12 +22,7 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
     let ty =
         media::patch_type(header_str(&ctx.headers, header::CONTENT_TYPE)).map_err(Status::from)?;
     if ty == PatchType::Apply {
-        return Err(Status::failure(
-            415,
-            "UnsupportedMediaType",
-            "server-side apply (application/apply-patch+yaml) is not implemented by this server yet",
-        )
-        .into());
+        return super::apply::apply(ctx, body, &opts).await;
     }
     if ty == PatchType::StrategicMerge && ctx.is_custom() {
         // PATCH-04: strategic merge patch needs Go struct tags custom resources lack.
