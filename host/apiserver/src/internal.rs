@@ -44,6 +44,11 @@ pub(crate) fn call<'a>(
             .uri(path)
             .header(header::CONTENT_TYPE, content_type)
             .header(header::ACCEPT, "application/json")
+            // The gateway's own writes name it, as kube's loopback client does.
+            .header(
+                header::USER_AGENT,
+                concat!("wasmgate/", env!("CARGO_PKG_VERSION")),
+            )
             .body(Full::new(bytes))
             .map_err(|e| e.to_string())?;
         let resp = crate::handler::handle(inner, req, Some(user)).await;
