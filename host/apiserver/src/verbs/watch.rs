@@ -190,7 +190,11 @@ impl Initial {
     }
 }
 
-/// The decoded object and previous object of an event.
+/// The object and previous object of an event as selectors see them: decoded once for
+/// every watcher, and kept as long as the event stays in the store's ring (16k events),
+/// so without `metadata.managedFields` (no selector reads it, and as a JSON tree it is
+/// most of a small object's decoded size). Output that needs the whole object decodes it
+/// again.
 struct DecodedEvent {
     obj: Option<Value>,
     prev: Option<Value>,
@@ -206,12 +210,16 @@ fn cache(ev: &Event) -> &EventCache {
 }
 
 fn decoded(ev: &Event) -> &DecodedEvent {
+    let view = |bytes: &Bytes| {
+        let mut v = object::from_stored(bytes).ok()?;
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("managedFields");
+        }
+        Some(v)
+    };
     cache(ev).decoded.get_or_init(|| DecodedEvent {
-        obj: object::from_stored(&ev.value).ok(),
-        prev: ev
-            .prev
-            .as_ref()
-            .and_then(|p| object::from_stored(&p.value).ok()),
+        obj: view(&ev.value),
+        prev: ev.prev.as_ref().and_then(|p| view(&p.value)),
     })
 }
 
@@ -493,7 +501,7 @@ impl Stream {
 
     async fn frame_with_cache(&mut self, ty: &'static str, ev: &Event) -> Bytes {
         if let Some(p) = self.presenter.as_ref().filter(|p| p.needs(&ev.value)) {
-            let mut obj = decoded(ev).obj.clone().unwrap_or(Value::Null);
+            let mut obj = object::from_stored(&ev.value).unwrap_or(Value::Null);
             if let Err(e) = p.apply(&mut obj).await {
                 // A failed conversion: the client sees why, as kube-apiserver's watch
                 // reports a decoding error of an event.
@@ -504,10 +512,8 @@ impl Stream {
         }
         match self.output {
             Output::Json => shared_json_frame(ev, ty),
-            _ => {
-                let obj = decoded(ev).obj.as_ref();
-                self.frame(ty, &ev.value, obj).await
-            }
+            // Tables and metadata carry the whole metadata: decoded here, not the view.
+            _ => self.frame(ty, &ev.value, None).await,
         }
     }
 
