@@ -217,15 +217,7 @@ fn merge(live: Option<&Value>, config: &Value, shape: &Shape) -> Value {
         ) => {
             let mut out = l.clone();
             for (k, v) in c {
-                let child = match shape {
-                    Shape::Map {
-                        fields, entries, ..
-                    } => fields
-                        .get(k)
-                        .or(entries.as_deref())
-                        .unwrap_or(&Shape::Deduced),
-                    _ => &Shape::Deduced,
-                };
+                let child = shape.entry(k).0;
                 let merged = merge(l.get(k), v, child);
                 out.insert(k.clone(), merged);
             }
@@ -284,15 +276,7 @@ fn remove(obj: &mut Value, path: &[PathElement], shape: &Shape) {
             if rest.is_empty() {
                 m.remove(f);
             } else if let Some(child) = m.get_mut(f) {
-                let s = match shape {
-                    Shape::Map {
-                        fields, entries, ..
-                    } => fields
-                        .get(f)
-                        .or(entries.as_deref())
-                        .unwrap_or(&Shape::Deduced),
-                    _ => &Shape::Deduced,
-                };
+                let s = shape.entry(f).0;
                 remove(child, rest, s);
             }
         }
@@ -533,25 +517,10 @@ mod tests {
         use super::*;
         use proptest::prelude::*;
 
-        fn json_value() -> impl Strategy<Value = Value> {
-            let leaf = prop_oneof![
-                Just(Value::Null),
-                any::<bool>().prop_map(Value::Bool),
-                (0i64..3).prop_map(|i| json!(i)),
-                "[xy]".prop_map(Value::String),
-            ];
-            leaf.prop_recursive(3, 24, 4, |inner| {
-                prop_oneof![
-                    prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-                    prop::collection::btree_map("[abc]", inner, 0..3)
-                        .prop_map(|m| Value::Object(m.into_iter().collect())),
-                ]
-            })
-        }
+        use crate::fieldset::testing::json_object;
 
         fn object() -> impl Strategy<Value = Value> {
-            prop::collection::btree_map("[abcd]", json_value(), 1..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect()))
+            json_object(1)
         }
 
         proptest! {

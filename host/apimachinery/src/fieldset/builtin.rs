@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 
 use super::{ListKind, Shape};
 
-fn strukt(fields: Vec<(&str, Shape)>) -> Shape {
+/// A struct of these declared fields.
+pub(super) fn strukt(fields: Vec<(&str, Shape)>) -> Shape {
     Shape::Map {
         atomic: false,
         fields: fields.into_iter().map(|(k, s)| (k.to_owned(), s)).collect(),
@@ -16,7 +17,8 @@ fn strukt(fields: Vec<(&str, Shape)>) -> Shape {
     }
 }
 
-fn strings() -> Shape {
+/// A free-form map of scalars (labels, `data`).
+pub(super) fn strings() -> Shape {
     Shape::Map {
         atomic: false,
         fields: BTreeMap::new(),

@@ -79,15 +79,7 @@ impl Comparison {
             keys.sort();
             keys.dedup();
             for k in keys {
-                let child = match shape {
-                    Shape::Map {
-                        fields, entries, ..
-                    } => fields
-                        .get(k)
-                        .or(entries.as_deref())
-                        .unwrap_or(&Shape::Deduced),
-                    _ => &Shape::Deduced,
-                };
+                let child = shape.entry(k).0;
                 path.push(PathElement::Field(k.clone()));
                 self.walk(o.get(k), n.get(k), child, path);
                 path.pop();
@@ -317,25 +309,10 @@ mod tests {
         use proptest::prelude::*;
 
         /// Small JSON objects: a few keys, scalars, lists and nested objects.
-        fn json_value() -> impl Strategy<Value = Value> {
-            let leaf = prop_oneof![
-                Just(Value::Null),
-                any::<bool>().prop_map(Value::Bool),
-                (0i64..3).prop_map(|i| json!(i)),
-                "[xy]".prop_map(Value::String),
-            ];
-            leaf.prop_recursive(3, 24, 4, |inner| {
-                prop_oneof![
-                    prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-                    prop::collection::btree_map("[abc]", inner, 0..3)
-                        .prop_map(|m| Value::Object(m.into_iter().collect())),
-                ]
-            })
-        }
+        use crate::fieldset::testing::json_object;
 
         fn object() -> impl Strategy<Value = Value> {
-            prop::collection::btree_map("[abc]", json_value(), 0..4)
-                .prop_map(|m| Value::Object(m.into_iter().collect()))
+            json_object(0)
         }
 
         proptest! {

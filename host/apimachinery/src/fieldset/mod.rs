@@ -26,6 +26,8 @@ mod builtin;
 mod compare;
 pub mod managed;
 mod shape;
+#[cfg(test)]
+mod testing;
 pub use builtin::{builtin_shape, object_meta};
 pub use compare::Comparison;
 pub use shape::{ListKind, Shape};

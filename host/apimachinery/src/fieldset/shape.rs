@@ -68,6 +68,21 @@ pub enum ListKind {
 }
 
 impl Shape {
+    /// The shape of entry `name` of an object of this shape, and whether it is a declared
+    /// field (else a free-form entry; unknown keys of a struct are walked as deduced).
+    pub fn entry(&self, name: &str) -> (&Shape, bool) {
+        match self {
+            Shape::Map {
+                fields, entries, ..
+            } => match (fields.get(name), entries) {
+                (Some(s), _) => (s, true),
+                (None, Some(e)) => (&**e, false),
+                (None, None) => (&Shape::Deduced, false),
+            },
+            _ => (&Shape::Deduced, false),
+        }
+    }
+
     /// The shape a custom resource's structural schema gives (`SSA-08`, `SSA-09`): lists
     /// are atomic unless `x-kubernetes-list-type` says `set` or `map`; objects are
     /// granular unless `x-kubernetes-map-type: atomic`; unknown fields kept by
@@ -137,16 +152,7 @@ fn walk(value: &Value, shape: &Shape, path: &mut Path, set: &mut FieldSet) {
     match (shape, value) {
         (Shape::Map { atomic: false, .. } | Shape::Deduced, Value::Object(m)) => {
             for (k, v) in m {
-                let (entry_shape, declared) = match shape {
-                    Shape::Map {
-                        fields, entries, ..
-                    } => match (fields.get(k), entries) {
-                        (Some(s), _) => (s, true),
-                        (None, Some(e)) => (&**e, false),
-                        (None, None) => (&Shape::Deduced, false),
-                    },
-                    _ => (&Shape::Deduced, false),
-                };
+                let (entry_shape, declared) = shape.entry(k);
                 path.push(PathElement::Field(k.clone()));
                 let empty_map = matches!(v, Value::Object(o) if o.is_empty());
                 if !declared || v.is_null() || empty_map {
@@ -222,23 +228,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn strukt(fields: &[(&str, Shape)]) -> Shape {
-        Shape::Map {
-            atomic: false,
-            fields: fields
-                .iter()
-                .map(|(k, s)| ((*k).to_owned(), s.clone()))
-                .collect(),
-            entries: None,
-        }
-    }
+    use crate::fieldset::builtin::strings;
 
-    fn strings() -> Shape {
-        Shape::Map {
-            atomic: false,
-            fields: BTreeMap::new(),
-            entries: Some(Box::new(Shape::Scalar)),
-        }
+    fn strukt(fields: &[(&str, Shape)]) -> Shape {
+        crate::fieldset::builtin::strukt(fields.to_vec())
     }
 
     fn map_list(keys: &[&str], items: Shape) -> Shape {
