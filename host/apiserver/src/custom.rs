@@ -71,6 +71,9 @@ pub struct CustomVersion {
     pub scale: Option<ScaleSpec>,
     /// Table columns after Name.
     pub columns: Vec<PrinterColumn>,
+    /// How its objects merge and are owned (server-side apply, `managedFields`): built
+    /// from the schema the first time a write needs it.
+    pub field_shape: std::sync::OnceLock<Arc<wasmgate_apimachinery::fieldset::Shape>>,
 }
 
 /// `subresources.scale` (`SUB-02`).
@@ -97,6 +100,25 @@ pub struct PrinterColumn {
 pub fn schema_name(group: &str, version: &str, kind: &str) -> String {
     let reversed: Vec<&str> = group.split('.').rev().collect();
     format!("{}.{version}.{kind}", reversed.join("."))
+}
+
+impl CustomVersion {
+    /// The field-set shape of this version's objects: the schema's list and map markers,
+    /// `metadata` as ObjectMeta.
+    pub fn field_shape(&self) -> Arc<wasmgate_apimachinery::fieldset::Shape> {
+        use wasmgate_apimachinery::fieldset::{Shape, object_meta};
+        self.field_shape
+            .get_or_init(|| {
+                let mut s = Shape::of_schema(self.schema.root());
+                if let Shape::Map { fields, .. } = &mut s {
+                    fields.insert("apiVersion".into(), Shape::Scalar);
+                    fields.insert("kind".into(), Shape::Scalar);
+                    fields.insert("metadata".into(), object_meta());
+                }
+                Arc::new(s)
+            })
+            .clone()
+    }
 }
 
 impl CustomType {
@@ -257,6 +279,7 @@ pub fn resource_type(crd: &Value, key: &str, revision: u64) -> Result<ResourceTy
             scale,
             columns,
             name,
+            field_shape: std::sync::OnceLock::new(),
         });
     }
     let storage_version = versions

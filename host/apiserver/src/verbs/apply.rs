@@ -5,19 +5,15 @@
 //! then written like any update (admission, validation, conversion); an apply to a missing
 //! object creates it. Conflicts with other managers are a 409 naming each field.
 //!
-//! Partial (README "Not yet"): only applies record `managedFields`; other writes keep
-//! them as they were (kube records an `Update` entry for each; the algorithm is in
-//! `fieldset::managed`, not wired in: it makes every stored object larger, and the watch
-//! ring's decoded events grow with it).
+//! Every other write (create, update, patch, subresources) records an `Update` entry for
+//! its manager and moves ownership of what it changed ([`record_update`], `SSA-14`).
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, header};
 use serde_json::{Value, json};
 use wasmgate_apimachinery::fieldset::apply::{Apply, Conflict, conflict_message};
 use wasmgate_apimachinery::fieldset::managed::ManagedFields;
-use wasmgate_apimachinery::fieldset::{
-    Comparison, FieldSet, PathElement, Shape, builtin_shape, object_meta,
-};
+use wasmgate_apimachinery::fieldset::{Comparison, FieldSet, PathElement, Shape, builtin_shape};
 use wasmgate_apimachinery::json as wjson;
 use wasmgate_apimachinery::options::WriteOptions;
 use wasmgate_apimachinery::status::{Status, StatusCause};
@@ -117,6 +113,58 @@ pub(super) async fn apply(
     ctx.respond_object(http::StatusCode::OK, out).await
 }
 
+/// Records a non-apply write of `new` over `live` (`None`: a create) in `new`'s
+/// `metadata.managedFields` (`SSA-14`), as kube's field manager does for Updates: the
+/// entries start from the request's own (unless it resets them with `[]` or `[{}]`),
+/// else the stored ones; an existing object nobody manages stays untracked until an
+/// apply; the manager is `fieldManager`, else the User-Agent's product.
+pub(super) fn record_update(ctx: &Ctx, live: Option<&Value>, new: &mut Value) {
+    let sent = new.pointer("/metadata/managedFields").cloned();
+    let stored = || {
+        ManagedFields::decode(live.and_then(|l| l.pointer("/metadata/managedFields")))
+            .unwrap_or_default()
+    };
+    let base = if ctx.req.subresource.is_some() {
+        stored()
+    } else if ManagedFields::is_reset(sent.as_ref()) {
+        ManagedFields::default()
+    } else {
+        match ManagedFields::decode(sent.as_ref()) {
+            Ok(m) if !m.entries.is_empty() => m,
+            _ => stored(),
+        }
+    };
+    if base.entries.is_empty() && live.is_some() {
+        meta_mut(new).remove("managedFields");
+        return;
+    }
+    let mut managed = base;
+    let shape = shape(ctx);
+    let empty = json!({"apiVersion": ctx.api_version(), "kind": ctx.rt.kind});
+    let old = live.map_or(empty, without_managed);
+    let changes = Comparison::of(&old, &without_managed(new), &shape);
+    let opts = WriteOptions::from_query(&ctx.query).ok();
+    let manager = wasmgate_apimachinery::fieldset::managed::manager_name(
+        opts.as_ref().and_then(|o| o.field_manager.as_deref()),
+        crate::handler::header_str(&ctx.headers, header::USER_AGENT),
+    );
+    managed.update(
+        &manager,
+        &ctx.api_version(),
+        ctx.req.subresource.as_deref(),
+        &changes,
+        &ignored(ctx),
+        &object::now_rfc3339(),
+    );
+    set_managed(new, &managed);
+}
+
+/// Whether this request is an apply (its entries are the apply's own).
+pub(super) fn is_apply(ctx: &Ctx) -> bool {
+    crate::handler::header_str(&ctx.headers, header::CONTENT_TYPE)
+        .is_some_and(|ct| ct.starts_with("application/apply-patch"))
+}
+
 /// The configuration: YAML or JSON, an object of this endpoint's type and name, without
 /// `managedFields` (`SSA-06`).
 fn parse(ctx: &Ctx, body: &Bytes) -> ApiResult<Value> {
@@ -163,20 +211,25 @@ fn gvk_string(api_version: &str, kind: &str) -> String {
     format!("{group}/{version}, Kind={kind}")
 }
 
-/// How this type's values merge and are owned.
-fn shape(ctx: &Ctx) -> Shape {
-    match ctx.rt.custom().and_then(|c| c.version(&ctx.req.version)) {
-        Some(ver) => {
-            let mut s = Shape::of_schema(ver.schema.root());
-            if let Shape::Map { fields, .. } = &mut s {
-                fields.insert("apiVersion".into(), Shape::Scalar);
-                fields.insert("kind".into(), Shape::Scalar);
-                fields.insert("metadata".into(), object_meta());
-            }
-            s
-        }
-        None => builtin_shape(&ctx.api_version(), &ctx.rt.kind),
+/// How this type's values merge and are owned (built once per custom resource version
+/// and per built-in kind).
+fn shape(ctx: &Ctx) -> std::sync::Arc<Shape> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    if let Some(ver) = ctx.rt.custom().and_then(|c| c.version(&ctx.req.version)) {
+        return ver.field_shape();
     }
+    /// (apiVersion, kind) -> shape.
+    type Shapes = HashMap<(String, String), Arc<Shape>>;
+    static BUILTIN: OnceLock<Mutex<Shapes>> = OnceLock::new();
+    let key = (ctx.api_version(), ctx.rt.kind.clone());
+    let mut map = BUILTIN
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    map.entry(key)
+        .or_insert_with_key(|(av, kind)| Arc::new(builtin_shape(av, kind)))
+        .clone()
 }
 
 /// Fields that count for no one: `status` on the main resource of a type with a status
