@@ -171,8 +171,8 @@ impl ManagedFields {
         ignored: &FieldSet,
         now: &str,
     ) {
-        let changed = without_prefixes(&changes.changed(), ignored);
-        let removed = without_prefixes(&changes.removed, ignored);
+        let changed = changes.changed().without_subtrees(ignored);
+        let removed = changes.removed.without_subtrees(ignored);
         for e in &mut self.entries {
             e.fields = e.fields.difference(&changed).difference(&removed);
         }
@@ -277,6 +277,11 @@ fn order(a: &Entry, b: &Entry) -> Ordering {
 
 /// `set` without `apiVersion`, `kind`, `metadata` itself and metadata's system fields.
 pub fn strip_meta(set: &FieldSet) -> FieldSet {
+    static STRIP: std::sync::OnceLock<FieldSet> = std::sync::OnceLock::new();
+    set.difference(STRIP.get_or_init(strip_set))
+}
+
+fn strip_set() -> FieldSet {
     let f = |n: &str| PathElement::Field(n.to_owned());
     let mut strip = FieldSet::new();
     strip.insert(&[f("apiVersion")]);
@@ -295,22 +300,7 @@ pub fn strip_meta(set: &FieldSet) -> FieldSet {
     ] {
         strip.insert(&[f("metadata"), f(m)]);
     }
-    set.difference(&strip)
-}
-
-/// `set` without every path at or under a path of `prefixes`.
-fn without_prefixes(set: &FieldSet, prefixes: &FieldSet) -> FieldSet {
-    if prefixes.is_empty() {
-        return set.clone();
-    }
-    let mut out = FieldSet::new();
-    for p in set.paths() {
-        let covered = (1..=p.len()).any(|n| prefixes.contains(&p[..n]));
-        if !covered {
-            out.insert(&p);
-        }
-    }
-    out
+    strip
 }
 
 /// The manager of a write: `fieldManager`, else the `User-Agent` up to its first `/`

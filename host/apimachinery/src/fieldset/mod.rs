@@ -293,6 +293,31 @@ impl FieldSet {
         FieldSet { members, children }
     }
 
+    /// The paths of `self` that neither are a path of `prefixes` nor run through one
+    /// (structured-merge-diff's `RecursiveDifference`: what a reset field such as
+    /// `status` takes out of an ownership set).
+    pub fn without_subtrees(&self, prefixes: &FieldSet) -> FieldSet {
+        let members = self
+            .members
+            .iter()
+            .filter(|m| !prefixes.members.contains(*m))
+            .cloned()
+            .collect();
+        let children = self
+            .children
+            .iter()
+            .filter(|(k, _)| !prefixes.members.contains(*k))
+            .filter_map(|(k, v)| match prefixes.children.get(k) {
+                None => Some((k.clone(), v.clone())),
+                Some(p) => {
+                    let rest = v.without_subtrees(p);
+                    (!rest.is_empty()).then(|| (k.clone(), rest))
+                }
+            })
+            .collect();
+        FieldSet { members, children }
+    }
+
     /// Every path of the set, in order (shorter paths before the longer ones through them).
     pub fn paths(&self) -> Vec<Path> {
         let mut out = Vec::new();
@@ -542,6 +567,16 @@ mod tests {
                 prop_assert_eq!(u.len() + i.len(), a.len() + b.len());
                 prop_assert_eq!(d.len() + i.len(), a.len());
                 prop_assert_eq!(paths_of(&a).len(), a.len());
+            }
+
+            #[test]
+            fn without_subtrees_drops_paths_at_or_under_a_prefix(a in set(), b in set()) {
+                let w = a.without_subtrees(&b);
+                for p in paths_of(&a) {
+                    let under = (1..=p.len()).any(|n| b.contains(&p[..n]));
+                    prop_assert_eq!(w.contains(&p), !under);
+                }
+                prop_assert!(w.difference(&a).is_empty());
             }
 
             #[test]
