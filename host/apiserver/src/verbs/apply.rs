@@ -119,7 +119,11 @@ pub(super) async fn apply(
 /// else the stored ones; an existing object nobody manages stays untracked until an
 /// apply; the manager is `fieldManager`, else the User-Agent's product.
 pub(super) fn record_update(ctx: &Ctx, live: Option<&Value>, new: &mut Value) {
-    let sent = new.pointer("/metadata/managedFields").cloned();
+    // The request's entries, out of the object (compared without them, rewritten below).
+    let sent = new
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .and_then(|m| m.remove("managedFields"));
     let stored = || {
         ManagedFields::decode(live.and_then(|l| l.pointer("/metadata/managedFields")))
             .unwrap_or_default()
@@ -135,17 +139,23 @@ pub(super) fn record_update(ctx: &Ctx, live: Option<&Value>, new: &mut Value) {
         }
     };
     if base.entries.is_empty() && live.is_some() {
-        meta_mut(new).remove("managedFields");
         return;
     }
     let mut managed = base;
     let shape = shape(ctx);
-    let empty = json!({"apiVersion": ctx.api_version(), "kind": ctx.rt.kind});
-    let old = live.map_or(empty, without_managed);
-    let changes = Comparison::of(&old, &without_managed(new), &shape);
-    let opts = WriteOptions::from_query(&ctx.query).ok();
+    let changes = match live {
+        Some(l) if l.pointer("/metadata/managedFields").is_some() => {
+            Comparison::of(&without_managed(l), new, &shape)
+        }
+        Some(l) => Comparison::of(l, new, &shape),
+        None => Comparison::of(
+            &json!({"apiVersion": ctx.api_version(), "kind": ctx.rt.kind}),
+            new,
+            &shape,
+        ),
+    };
     let manager = wasmgate_apimachinery::fieldset::managed::manager_name(
-        opts.as_ref().and_then(|o| o.field_manager.as_deref()),
+        ctx.query.get("fieldManager"),
         crate::handler::header_str(&ctx.headers, header::USER_AGENT),
     );
     managed.update(
