@@ -20,11 +20,10 @@ use wasmgate_apimachinery::json as wjson;
 use wasmgate_apimachinery::options::WriteOptions;
 use wasmgate_apimachinery::status::{Status, StatusCause};
 use wasmgate_apimachinery::validation::FieldError;
-use wasmgate_storage::ReadAt;
 
 use super::Ctx;
 use crate::body::Body;
-use crate::error::{ApiError, ApiResult, storage_error};
+use crate::error::{ApiError, ApiResult};
 use crate::object::{self, meta_mut, meta_str};
 
 pub(super) async fn apply(
@@ -50,47 +49,26 @@ pub(super) async fn apply(
     let ignored = ignored(ctx);
     let now = object::now_rfc3339();
     let api_version = ctx.api_version();
+    let subresource = ctx.req.subresource.clone();
     let run = Apply {
         manager: &manager,
         api_version: &api_version,
-        subresource: ctx.req.subresource.as_deref(),
+        subresource: subresource.as_deref(),
         force: opts.force.unwrap_or(false),
         ignored: &ignored,
         now: &now,
     };
-    let exists = ctx
-        .inner
-        .store
-        .get(&ctx.key(&name), ReadAt::Latest)
-        .await
-        .map_err(|e| storage_error(e, ctx.target(&name)))?
-        .1
-        .is_some();
-    if !exists {
-        // Create on apply: the configuration applied to nothing, then created as it is.
-        let empty = json!({"apiVersion": api_version, "kind": ctx.rt.kind});
-        let applied = run
-            .run(&empty, &config, &shape, ManagedFields::default())
-            .map_err(conflict)?;
-        let mut obj = applied.object;
-        set_managed(&mut obj, &applied.managed);
-        let bytes = Bytes::from(serde_json::to_vec(&obj).map_err(ApiError::internal)?);
-        ctx.headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        return super::create::create(ctx, bytes).await;
-    }
     let mut warnings = Vec::new();
-    let out = ctx
+    let updated = ctx
         .guaranteed_update(&name, opts.dry_run, false, |current| {
+            let live = without_managed(current);
             let mut managed = ManagedFields::decode(current.pointer("/metadata/managedFields"))
                 .unwrap_or_default();
             if managed.entries.is_empty() {
                 // An object no manager is recorded for: what it holds now belongs to
                 // `before-first-apply`, so the apply can conflict with it (kube's seeding).
-                let empty = json!({"apiVersion": current["apiVersion"], "kind": current["kind"]});
-                let seed = Comparison::of(&empty, &without_managed(current), &shape);
+                let empty = json!({"apiVersion": live["apiVersion"], "kind": live["kind"]});
+                let seed = Comparison::of(&empty, &live, &shape);
                 managed.update(
                     "before-first-apply",
                     &api_version,
@@ -100,7 +78,6 @@ pub(super) async fn apply(
                     &now,
                 );
             }
-            let live = without_managed(current);
             let applied = run.run(&live, &config, &shape, managed).map_err(conflict)?;
             let mut new = applied.object;
             set_managed(&mut new, &applied.managed);
@@ -108,7 +85,26 @@ pub(super) async fn apply(
             ctx.before_update(&mut new, current)?;
             Ok(new)
         })
-        .await?;
+        .await;
+    let out = match updated {
+        // Create on apply (not through a subresource): the configuration applied to
+        // nothing, then created as it is.
+        Err(e) if e.status.code == 404 && subresource.is_none() => {
+            let empty = json!({"apiVersion": api_version, "kind": ctx.rt.kind});
+            let applied = run
+                .run(&empty, &config, &shape, ManagedFields::default())
+                .map_err(conflict)?;
+            let mut obj = applied.object;
+            set_managed(&mut obj, &applied.managed);
+            let bytes = Bytes::from(serde_json::to_vec(&obj).map_err(ApiError::internal)?);
+            ctx.headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            return super::create::create(ctx, bytes).await;
+        }
+        r => r?,
+    };
     warnings.sort();
     warnings.dedup();
     ctx.warnings.extend(warnings);
