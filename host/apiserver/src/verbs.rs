@@ -560,6 +560,9 @@ impl Ctx {
                 _ => false,
             };
             let mut new = compute(&cur_obj)?;
+            if !apply::is_apply(self) {
+                apply::record_update(self, Some(&cur_obj), &mut new);
+            }
             if pinned && let Some(rv) = meta_str(&new, "resourceVersion") {
                 // Not a revision at all: the request is wrong, not late (a 409 would make
                 // clients retry for ever).
