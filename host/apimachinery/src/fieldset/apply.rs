@@ -4,16 +4,16 @@
 //! `Updater.Apply` does it.
 //!
 //! - The merge: a scalar, an atomic list or map in the configuration replaces the live
-//!   one; granular maps merge key by key; set lists and map lists merge item by item (the
-//!   configuration's items in its order, then the live-only ones in theirs); `null` is
-//!   kept as `null`. The merge itself removes nothing.
+//!   one; granular maps merge key by key; set lists and map lists merge item by item
+//!   (live-only items keep their places, the configuration's come in its order:
+//!   [`list_order`]); `null` is kept as `null`. The merge itself removes nothing.
 //! - The applier owns everything in its configuration. What it owned at its last apply,
 //!   no longer applies and nobody else owns is removed from the object.
 //! - A conflict is a field the apply changes (adds or modifies) that another manager owns;
 //!   without `force` the apply fails with all of them, with it the applier takes them.
 //!   Applying the value a field already has is no change: both then own it.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 
@@ -28,6 +28,8 @@ pub struct Conflict {
     pub manager: String,
     /// The field, as kube prints it: `.spec.containers[name="nginx"].image`.
     pub field: String,
+    /// The field's path.
+    pub path: super::Path,
 }
 
 /// What an apply did.
@@ -95,8 +97,14 @@ impl Apply<'_> {
             .iter()
             .filter(|e| !is_me(e))
             .fold(FieldSet::new(), |acc, e| acc.union(&e.fields));
+        // A dropped map or list item something below which is still owned (by this
+        // configuration or anyone else) stays; only its unowned parts go (SMD's
+        // `addBackOwnedItems`).
+        let owned = mine.union(&others);
         for p in last.difference(&mine).difference(&others).paths() {
-            remove(&mut merged, &p, shape);
+            if !owned.has_prefix(&p) {
+                remove(&mut merged, &p, shape);
+            }
         }
         let cmp = Comparison::of(live, &merged, shape);
         let changed_set = cmp.changed().difference(self.ignored);
@@ -106,6 +114,7 @@ impl Apply<'_> {
                 conflicts.push(Conflict {
                     manager: display(e),
                     field: path_string(&p),
+                    path: p,
                 });
             }
         }
@@ -226,44 +235,96 @@ fn merge(live: Option<&Value>, config: &Value, shape: &Shape) -> Value {
         (Shape::List { kind, items }, Some(Value::Array(l)), Value::Array(c)) => match kind {
             ListKind::Atomic => config.clone(),
             ListKind::Set => {
-                let mut out = c.clone();
-                let have: BTreeSet<PathElement> =
-                    c.iter().map(|v| PathElement::Value(v.clone())).collect();
-                out.extend(
-                    l.iter()
-                        .filter(|v| !have.contains(&PathElement::Value((*v).clone())))
-                        .cloned(),
-                );
+                let pe = |v: &Value| Some(PathElement::Value(v.clone()));
+                let (lp, cp): (Vec<_>, Vec<_>) =
+                    (l.iter().map(pe).collect(), c.iter().map(pe).collect());
+                let out = list_order(&lp, &cp)
+                    .into_iter()
+                    .filter_map(|(li, ci)| ci.map(|i| &c[i]).or(li.map(|i| &l[i])).cloned())
+                    .collect();
                 Value::Array(out)
             }
             ListKind::Map { keys, defaults } => {
                 let key = |v: &Value| super::shape::key_of(v, keys, defaults);
-                let live_keys: Vec<Option<PathElement>> = l.iter().map(key).collect();
-                let mut out = Vec::with_capacity(c.len() + l.len());
-                let mut used = BTreeSet::new();
-                for item in c {
-                    let k = key(item);
-                    let live_item = k.as_ref().and_then(|k| {
-                        live_keys
-                            .iter()
-                            .position(|lk| lk.as_ref() == Some(k))
-                            .map(|i| &l[i])
-                    });
-                    if let Some(k) = k {
-                        used.insert(k);
-                    }
-                    out.push(merge(live_item, item, items));
-                }
-                for (item, k) in l.iter().zip(&live_keys) {
-                    if !k.as_ref().is_some_and(|k| used.contains(k)) {
-                        out.push(item.clone());
-                    }
-                }
+                let (lp, cp): (Vec<_>, Vec<_>) =
+                    (l.iter().map(key).collect(), c.iter().map(key).collect());
+                let out = list_order(&lp, &cp)
+                    .into_iter()
+                    .filter_map(|(li, ci)| match (li, ci) {
+                        (li, Some(ci)) => Some(merge(li.map(|i| &l[i]), &c[ci], items)),
+                        (Some(li), None) => Some(l[li].clone()),
+                        (None, None) => None,
+                    })
+                    .collect();
                 Value::Array(out)
             }
         },
         _ => config.clone(),
     }
+}
+
+/// The order of a merged associative list, as structured-merge-diff's
+/// `visitListItems` gives it: pairs of (live index, configuration index) for the items
+/// `live` and `config` (by path element; `None`: an item without one, never shared).
+/// Live items the configuration does not name keep their places; the shared ones and the
+/// configuration's new ones come in the configuration's order.
+fn list_order(
+    live: &[Option<PathElement>],
+    config: &[Option<PathElement>],
+) -> Vec<(Option<usize>, Option<usize>)> {
+    let index = |items: &[Option<PathElement>]| {
+        let mut m = BTreeMap::new();
+        for (i, pe) in items.iter().enumerate() {
+            if let Some(pe) = pe {
+                m.entry(pe.clone()).or_insert(i);
+            }
+        }
+        m
+    };
+    let (in_live, in_config) = (index(live), index(config));
+    let shared_in =
+        |pe: &Option<PathElement>| pe.as_ref().is_some_and(|p| in_config.contains_key(p));
+    let mut shared = config
+        .iter()
+        .flatten()
+        .filter(|pe| in_live.contains_key(*pe));
+    let mut next = shared.next();
+    let (mut li, mut ci) = (0, 0);
+    let mut out = Vec::with_capacity(live.len().max(config.len()));
+    while li < live.len() || ci < config.len() {
+        if li < live.len() && ci < config.len() {
+            if live[li].is_some() && live[li] == config[ci] {
+                out.push((Some(li), Some(ci)));
+                li += 1;
+                ci += 1;
+                next = shared.next();
+                continue;
+            }
+            // A shared item that comes later in the configuration's order: placed then.
+            if shared_in(&live[li]) && next.is_some_and(|n| Some(n) != live[li].as_ref()) {
+                li += 1;
+                continue;
+            }
+        }
+        if li < live.len() && !shared_in(&live[li]) {
+            out.push((Some(li), None));
+            li += 1;
+            continue;
+        }
+        if ci < config.len() {
+            let pe = config[ci].as_ref();
+            out.push((pe.and_then(|p| in_live.get(p).copied()), Some(ci)));
+            if pe.is_some() && pe == next {
+                next = shared.next();
+            }
+            ci += 1;
+        } else {
+            // A shared live item after the whole configuration (only with duplicate
+            // keys): already placed.
+            li += 1;
+        }
+    }
+    out
 }
 
 /// Removes the field, entry or list item at `path` from `obj`, if there.
@@ -382,6 +443,75 @@ mod tests {
     /// no-op, a second applier of the same value shares, of another value conflicts,
     /// `force` takes over, dropping a field the applier alone owned removes it.
     #[test]
+    fn list_order_is_structured_merge_diffs() {
+        let pes = |s: &str| -> Vec<Option<PathElement>> {
+            s.chars()
+                .map(|c| Some(PathElement::Value(json!(c.to_string()))))
+                .collect()
+        };
+        let names = |live: &str, config: &str| -> String {
+            let (l, c): (Vec<char>, Vec<char>) = (live.chars().collect(), config.chars().collect());
+            list_order(&pes(live), &pes(config))
+                .into_iter()
+                .map(|(li, ci)| ci.map_or_else(|| l[li.unwrap()], |i| c[i]))
+                .collect()
+        };
+        // Live-only items stay in place, the configuration's in its order.
+        assert_eq!(names("abc", "cda"), "bcda");
+        assert_eq!(names("h", "m"), "hm");
+        assert_eq!(names("ab", "ba"), "ba");
+        assert_eq!(names("xab", "cab"), "xcab");
+        assert_eq!(names("", "ab"), "ab");
+        assert_eq!(names("ab", ""), "ab");
+        // Items without a key are never shared.
+        let none = vec![None, None];
+        assert_eq!(
+            list_order(&none, &none),
+            [
+                (Some(0), None),
+                (Some(1), None),
+                (None, Some(0)),
+                (None, Some(1))
+            ]
+        );
+    }
+
+    /// An applier that owns a map itself (`"."`, as after kubectl's client-side-apply
+    /// migration) and drops one entry: the entry goes, the map and the rest stay.
+    #[test]
+    fn pruning_keeps_a_map_with_owned_entries() {
+        let none = FieldSet::new();
+        let live = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1", "b": "2"}});
+        let mut owned = FieldSet::new();
+        let data = PathElement::Field("data".into());
+        owned.insert(std::slice::from_ref(&data));
+        for k in ["a", "b"] {
+            owned.insert(&[data.clone(), PathElement::Field(k.into())]);
+        }
+        let managed = ManagedFields {
+            entries: vec![Entry {
+                manager: "me".into(),
+                operation: Operation::Apply,
+                api_version: "v1".into(),
+                time: None,
+                subresource: None,
+                fields: owned,
+            }],
+        };
+        let cfg = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"}});
+        let out = apply("me", false, &none)
+            .run(&live, &cfg, &Shape::Deduced, managed.clone())
+            .unwrap();
+        assert_eq!(out.object["data"], json!({"a": "1"}));
+        // Dropping the whole map: it goes.
+        let cfg = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+        let out = apply("me", false, &none)
+            .run(&live, &cfg, &Shape::Deduced, managed)
+            .unwrap();
+        assert!(out.object.get("data").is_none(), "{}", out.object);
+    }
+
+    #[test]
     fn apply_conflict_share_force_prune() {
         let none = FieldSet::new();
         let s = shape();
@@ -431,7 +561,8 @@ mod tests {
             err,
             vec![Conflict {
                 manager: "\"alice\"".into(),
-                field: ".spec.replicas".into()
+                field: ".spec.replicas".into(),
+                path: replicas.to_vec(),
             }]
         );
         assert_eq!(
@@ -471,9 +602,10 @@ mod tests {
         let live = json!({"spec": {"containers": [{"name": "a", "image": "1"}, {"name": "b", "image": "1"}]}});
         let cfg = json!({"spec": {"containers": [{"name": "b", "image": "2"}, {"name": "c", "image": "1"}]}});
         let merged = merge(Some(&live), &cfg, &s);
+        // `a` (live only) keeps its place; `b` and `c` follow in the configuration's order.
         assert_eq!(
             merged["spec"]["containers"],
-            json!([{"name": "b", "image": "2"}, {"name": "c", "image": "1"}, {"name": "a", "image": "1"}])
+            json!([{"name": "a", "image": "1"}, {"name": "b", "image": "2"}, {"name": "c", "image": "1"}])
         );
         let mut m = ManagedFields::default();
         let mut owned = FieldSet::new();

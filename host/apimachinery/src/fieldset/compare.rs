@@ -9,6 +9,9 @@
 //! value). A granular container or list item absent on one side is itself added or
 //! removed, besides what is under it: so creating a `labels` map adds `labels` and each
 //! label, which is where an Update's `"."` comes from.
+//!
+//! `metadata.managedFields` is never compared: no manager owns it, and walking the stored
+//! entries' sets as free-form maps would cost more than the rest of the object.
 
 use std::collections::BTreeMap;
 
@@ -78,7 +81,11 @@ impl Comparison {
             let mut keys: Vec<&String> = o.keys().chain(n.keys()).collect();
             keys.sort();
             keys.dedup();
+            let in_metadata = matches!(path.as_slice(), [PathElement::Field(m)] if m == "metadata");
             for k in keys {
+                if in_metadata && k == "managedFields" {
+                    continue;
+                }
                 let child = shape.entry(k).0;
                 path.push(PathElement::Field(k.clone()));
                 self.walk(o.get(k), n.get(k), child, path);
@@ -248,6 +255,23 @@ mod tests {
         assert_eq!(
             Comparison::of(&same, &same, &configmap()),
             Comparison::default()
+        );
+    }
+
+    /// `metadata.managedFields` is no one's field (`SSA-14`): entries that differ compare
+    /// equal, and a stored object's entries are not walked.
+    #[test]
+    fn managed_fields_are_not_compared() {
+        let entry = json!([{"manager": "m", "fieldsV1": {"f:data": {"f:a": {}}}}]);
+        let c = Comparison::of(
+            &json!({"metadata": {"managedFields": entry, "labels": {"x": "1"}}}),
+            &json!({"metadata": {"labels": {"x": "2"}}}),
+            &Shape::Deduced,
+        );
+        assert!(c.added.is_empty() && c.removed.is_empty(), "{c:?}");
+        assert_eq!(
+            c.modified.to_fields_v1(),
+            json!({"f:metadata": {"f:labels": {"f:x": {}}}})
         );
     }
 

@@ -24,6 +24,7 @@ use serde_json::{Map, Value};
 pub mod apply;
 mod builtin;
 mod compare;
+pub mod last_applied;
 pub mod managed;
 mod shape;
 #[cfg(test)]
