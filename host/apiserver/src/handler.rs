@@ -468,6 +468,7 @@ where
         warnings: Vec::new(),
         late_warnings: Default::default(),
         user,
+        applying: false,
     };
     let gzip_ok = matches!(ctx.req.verb, Verb::Get | Verb::List) && ctx.accepts_gzip();
     let mut resp = verbs::dispatch(&mut ctx, body).await?;

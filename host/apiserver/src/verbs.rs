@@ -51,6 +51,9 @@ pub(crate) struct Ctx {
     /// `Warning`s of steps that only borrow the context (admission in an update).
     pub(crate) late_warnings: std::sync::Mutex<Vec<String>>,
     pub(crate) user: User,
+    /// The write is a server-side apply (also when it creates): the apply sets
+    /// `managedFields` itself, no `Update` entry is recorded.
+    pub(crate) applying: bool,
 }
 
 pub(crate) async fn dispatch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
@@ -149,6 +152,7 @@ impl Ctx {
             warnings: Vec::new(),
             late_warnings: Default::default(),
             user: self.user.clone(),
+            applying: self.applying,
         }
     }
 
@@ -484,6 +488,11 @@ impl Ctx {
     /// What kube-apiserver's `BeforeUpdate` does: system fields come from the stored
     /// object, the strategy prepares the rest, then the object is validated.
     pub(crate) fn before_update(&self, new: &mut Value, old: &Value) -> ApiResult<()> {
+        // The writer's ownership first: kube's field manager runs before the strategy
+        // (and takes a `managedFields` reset out before validation sees it).
+        if !self.applying {
+            apply::record_update(self, Some(old), new);
+        }
         {
             let old_meta = meta(old);
             let m = object::meta_mut(new);
@@ -560,9 +569,6 @@ impl Ctx {
                 _ => false,
             };
             let mut new = compute(&cur_obj)?;
-            if !apply::is_apply(self) {
-                apply::record_update(self, Some(&cur_obj), &mut new);
-            }
             if pinned && let Some(rv) = meta_str(&new, "resourceVersion") {
                 // Not a revision at all: the request is wrong, not late (a 409 would make
                 // clients retry for ever).

@@ -73,6 +73,20 @@ async fn a_lost_engine_fails_requests_and_service_resumes_when_it_returns() {
         down: down.clone(),
     };
     let s = Server::over(Arc::new(engine)).await;
+    // The server's own background write (the WasmPlugin CRD's Established condition) is
+    // done before the outage, so every revision after `a` is this test's.
+    let crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/wasmplugins.wasmgate.dev";
+    for _ in 0..500 {
+        let c = s.get(crd).await.expect(200).json();
+        let established = c["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+        });
+        if established {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     s.create_ns("f").await;
     let coll = "/api/v1/namespaces/f/configmaps";
     let a = s.req(Method::POST, coll, cm("a")).await.expect(201).json();

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, header};
 use serde_json::{Value, json};
 use wasmgate_apimachinery::fieldset::apply::{Apply, Conflict, conflict_message};
+use wasmgate_apimachinery::fieldset::last_applied;
 use wasmgate_apimachinery::fieldset::managed::ManagedFields;
 use wasmgate_apimachinery::fieldset::{Comparison, FieldSet, PathElement, Shape, builtin_shape};
 use wasmgate_apimachinery::json as wjson;
@@ -42,6 +43,7 @@ pub(super) async fn apply(
         .into());
     };
     let config = parse(ctx, &body)?;
+    ctx.applying = true;
     let name = ctx.name().to_owned();
     let shape = shape(ctx);
     let ignored = ignored(ctx);
@@ -59,14 +61,13 @@ pub(super) async fn apply(
     let mut warnings = Vec::new();
     let updated = ctx
         .guaranteed_update(&name, opts.dry_run, false, |current| {
-            let live = without_managed(current);
             let mut managed = ManagedFields::decode(current.pointer("/metadata/managedFields"))
                 .unwrap_or_default();
             if managed.entries.is_empty() {
                 // An object no manager is recorded for: what it holds now belongs to
                 // `before-first-apply`, so the apply can conflict with it (kube's seeding).
-                let empty = json!({"apiVersion": live["apiVersion"], "kind": live["kind"]});
-                let seed = Comparison::of(&empty, &live, &shape);
+                let empty = json!({"apiVersion": current["apiVersion"], "kind": current["kind"]});
+                let seed = Comparison::of(&empty, current, &shape);
                 managed.update(
                     "before-first-apply",
                     &api_version,
@@ -76,9 +77,36 @@ pub(super) async fn apply(
                     &now,
                 );
             }
-            let applied = run.run(&live, &config, &shape, managed).map_err(conflict)?;
+            let upgrading = manager == last_applied::MANAGER && !run.force;
+            let retry = upgrading.then(|| managed.clone());
+            let applied = match (run.run(current, &config, &shape, managed), retry) {
+                (Ok(a), _) => a,
+                // kubectl's first server-side apply over its client-side applies: conflicts
+                // on fields still as the last-applied annotation has them are allowed.
+                (Err(conflicts), Some(managed)) => {
+                    match last_applied::allowed_conflicts(current, &api_version, &shape) {
+                        Some(allowed) => {
+                            let rest: Vec<_> = conflicts
+                                .into_iter()
+                                .filter(|c| !allowed.contains(&c.path))
+                                .collect();
+                            if !rest.is_empty() {
+                                return Err(conflict(rest));
+                            }
+                            Apply { force: true, ..run }
+                                .run(current, &config, &shape, managed)
+                                .map_err(conflict)?
+                        }
+                        None => return Err(conflict(conflicts)),
+                    }
+                }
+                (Err(conflicts), None) => return Err(conflict(conflicts)),
+            };
             let mut new = applied.object;
             set_managed(&mut new, &applied.managed);
+            if manager == last_applied::MANAGER {
+                last_applied::sync(&mut new, &config);
+            }
             ctx.check_fields_into(&mut new, &[], opts.field_validation, &mut warnings)?;
             ctx.before_update(&mut new, current)?;
             Ok(new)
@@ -140,9 +168,6 @@ pub(super) fn record_update(ctx: &Ctx, live: Option<&Value>, new: &mut Value) {
     let mut managed = base;
     let shape = shape(ctx);
     let changes = match live {
-        Some(l) if l.pointer("/metadata/managedFields").is_some() => {
-            Comparison::of(&without_managed(l), new, &shape)
-        }
         Some(l) => Comparison::of(l, new, &shape),
         None => Comparison::of(
             &json!({"apiVersion": ctx.api_version(), "kind": ctx.rt.kind}),
@@ -163,12 +188,6 @@ pub(super) fn record_update(ctx: &Ctx, live: Option<&Value>, new: &mut Value) {
         &object::now_rfc3339(),
     );
     set_managed(new, &managed);
-}
-
-/// Whether this request is an apply (its entries are the apply's own).
-pub(super) fn is_apply(ctx: &Ctx) -> bool {
-    crate::handler::header_str(&ctx.headers, header::CONTENT_TYPE)
-        .is_some_and(|ct| ct.starts_with("application/apply-patch"))
 }
 
 /// The configuration: YAML or JSON, an object of this endpoint's type and name, without
@@ -253,14 +272,6 @@ fn ignored(ctx: &Ctx) -> FieldSet {
         _ => {}
     }
     s
-}
-
-fn without_managed(obj: &Value) -> Value {
-    let mut o = obj.clone();
-    if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("managedFields");
-    }
-    o
 }
 
 fn set_managed(obj: &mut Value, managed: &ManagedFields) {

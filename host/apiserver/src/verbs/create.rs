@@ -63,7 +63,7 @@ async fn create_once(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> Attemp
         Err(e) => return Attempt::Done(Err(e)),
     };
     // The creator owns what it set (`SSA-14`); a create on apply brings the apply's entry.
-    if !super::apply::is_apply(ctx) {
+    if !ctx.applying {
         super::apply::record_update(ctx, None, &mut obj);
     }
     // Mutating plugins, validation (once, of the object as they left it), validating
