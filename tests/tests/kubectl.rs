@@ -1173,64 +1173,6 @@ fn unauthenticated_and_health() {
     }
 }
 
-/// `apply --server-side`: creates, reports a conflict with another manager, and
-/// `--force-conflicts` takes the field over (PATCH-05, SSA-01, SSA-14, VERB-03, wire §7).
-#[test]
-fn server_side_apply_conflicts() {
-    let gw = start();
-    let manifest = |v: &str| {
-        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: \"{v}\"\n")
-    };
-    let one = gw.write_file("one.yaml", &manifest("1"));
-    let two = gw.write_file("two.yaml", &manifest("2"));
-    let (one, two) = (one.to_str().unwrap(), two.to_str().unwrap());
-    assert_eq!(
-        gw.kubectl_ok(&["apply", "--server-side", "-f", one]),
-        "configmap/ssa serverside-applied\n"
-    );
-    assert_eq!(
-        gw.kubectl_ok(&["apply", "--server-side", "-f", one]),
-        "configmap/ssa serverside-applied\n"
-    );
-    let err = gw.kubectl_err(&["apply", "--server-side", "--field-manager=other", "-f", two]);
-    assert_contains(&err, &["conflict", r#"conflict with "kubectl""#, ".data.a"]);
-    assert_eq!(
-        gw.kubectl_ok(&["get", "cm", "ssa", "-o", "jsonpath={.data.a}"]),
-        "1"
-    );
-    assert_eq!(
-        gw.kubectl_ok(&[
-            "apply",
-            "--server-side",
-            "--field-manager=other",
-            "--force-conflicts",
-            "-f",
-            two
-        ]),
-        "configmap/ssa serverside-applied\n"
-    );
-    let obj: serde_json::Value = serde_json::from_str(&gw.kubectl_ok(&[
-        "get",
-        "cm",
-        "ssa",
-        "-o",
-        "json",
-        "--show-managed-fields",
-    ]))
-    .unwrap();
-    assert_eq!(obj["data"]["a"], "2");
-    let managers = obj["metadata"]["managedFields"].as_array().unwrap();
-    let other = managers
-        .iter()
-        .find(|m| m["manager"] == "other")
-        .unwrap_or_else(|| panic!("no manager \"other\" in {managers:?}"));
-    assert_eq!(other["operation"], "Apply");
-    assert!(
-        other["fieldsV1"]["f:data"].get("f:a").is_some(),
-        "other does not own .data.a: {other}"
-    );
-}
-
 /// OpenAPI v2 in gnostic protobuf (wire §4, §10, DISC-11): kubectl 1.32 fetches
 /// `/openapi/v2` to validate a `kind: List` manifest client-side, and for
 /// `explain --output=plaintext-openapiv2`.
