@@ -17,6 +17,10 @@ use serde::Serialize;
 ///   update  PUT with the current resourceVersion, on objects created first; each client
 ///           owns its objects, so there are no conflicts.
 ///
+///   apply   server-side apply (PATCH application/apply-patch+yaml, fieldManager
+///           wasmgate-bench) of the whole object with a new annotation value each time, on
+///           objects created first, each client its own: compare with update.
+///
 ///   list    LIST of a collection of LIST_SIZE objects (namespace NAMESPACE-list, emptied
 ///           and refilled first), with limit=LIST_SIZE (or LIST_LIMIT; 0: none), as JSON or
 ///           (with --list-table) as a Table.
@@ -169,6 +173,8 @@ pub enum Scenario {
     Get,
     /// PUT existing ConfigMaps.
     Update,
+    /// Server-side apply (PATCH application/apply-patch+yaml) to existing ConfigMaps.
+    Apply,
     /// LIST a collection.
     List,
     /// Watch fan-out.
@@ -185,6 +191,7 @@ impl Scenario {
                 Scenario::Create,
                 Scenario::Get,
                 Scenario::Update,
+                Scenario::Apply,
                 Scenario::List,
                 Scenario::Watch,
             ],
@@ -198,6 +205,7 @@ impl Scenario {
             Scenario::Create => "create",
             Scenario::Get => "get",
             Scenario::Update => "update",
+            Scenario::Apply => "apply",
             Scenario::List => "list",
             Scenario::Watch => "watch",
             Scenario::All => "all",

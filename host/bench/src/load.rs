@@ -175,6 +175,36 @@ impl Op for UpdateOp {
     }
 }
 
+/// Server-side apply of the objects this client owns, round-robin: the whole
+/// configuration with a new counter each time, no resourceVersion (`SSA-01`).
+struct ApplyOp {
+    tpl: ObjectTemplate,
+    objs: Vec<(String, Uri)>,
+    i: usize,
+    seq: u64,
+}
+
+/// The apply patch media type (kubectl sends JSON under it).
+const APPLY_PATCH: http::HeaderValue =
+    http::HeaderValue::from_static("application/apply-patch+yaml");
+
+impl Op for ApplyOp {
+    fn next(&mut self, ep: &Endpoint) -> (Request<ReqBody>, bool) {
+        self.i = (self.i + 1) % self.objs.len().max(1);
+        self.seq += 1;
+        let Some((name, uri)) = self.objs.get(self.i) else {
+            return (
+                ep.request(Method::GET, Uri::default(), bytes::Bytes::new()),
+                false,
+            );
+        };
+        let mut req = ep.request(Method::PATCH, uri.clone(), self.tpl.apply(name, self.seq));
+        req.headers_mut()
+            .insert(http::header::CONTENT_TYPE, APPLY_PATCH);
+        (req, true)
+    }
+}
+
 /// LIST one collection.
 struct ListOp {
     uri: Uri,
@@ -405,6 +435,31 @@ impl Bench {
             }
         }
         self.run_load("update", ops).await
+    }
+
+    /// `apply`: server-side apply (manager `wasmgate-bench`) of existing objects, each
+    /// client its own, as `update` does with PUT.
+    pub async fn apply(&self) -> anyhow::Result<LoadReport> {
+        let (names, _) = self.working_set('a').await?;
+        let c = self.args.concurrency as usize;
+        let mut ops: Vec<ApplyOp> = (0..c)
+            .map(|_| ApplyOp {
+                tpl: self.tpl.clone(),
+                objs: Vec::new(),
+                i: 0,
+                seq: 0,
+            })
+            .collect();
+        for (i, name) in names.into_iter().enumerate() {
+            let uri = self.ep.uri(&format!(
+                "{}/{name}?fieldManager=wasmgate-bench",
+                self.collection(&self.args.namespace)
+            ))?;
+            if let Some(op) = ops.get_mut(i % c) {
+                op.objs.push((name, uri));
+            }
+        }
+        self.run_load("apply", ops).await
     }
 
     /// `list`: LIST of a collection of `--list-size` objects, in namespace `<ns>-list`

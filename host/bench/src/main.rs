@@ -53,6 +53,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             Scenario::Create => bench.create().await.map(ScenarioReport::Load),
             Scenario::Get => bench.get().await.map(ScenarioReport::Load),
             Scenario::Update => bench.update().await.map(ScenarioReport::Load),
+            Scenario::Apply => bench.apply().await.map(ScenarioReport::Load),
             Scenario::List => bench.list().await.map(ScenarioReport::Load),
             Scenario::Watch => bench.watch().await.map(ScenarioReport::Watch),
             Scenario::All => continue,

@@ -94,6 +94,21 @@ impl ObjectTemplate {
         b.put_slice(&self.tail);
         b.freeze()
     }
+
+    /// An apply configuration for `name` (no resourceVersion), with update counter `seq`.
+    pub fn apply(&self, name: &str, seq: u64) -> Bytes {
+        let mut b = BytesMut::with_capacity(
+            self.head.len() + name.len() + SEQ_ANNOTATION.len() + 64 + self.tail.len(),
+        );
+        b.put_slice(self.head);
+        b.put_slice(name.as_bytes());
+        b.put_slice(br#"","annotations":{""#);
+        b.put_slice(SEQ_ANNOTATION.as_bytes());
+        b.put_slice(br#"":""#);
+        let _ = write!(b, "{seq}");
+        b.put_slice(&self.tail);
+        b.freeze()
+    }
 }
 
 /// A namespace body.
@@ -135,6 +150,11 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["metadata"]["resourceVersion"], "987");
         assert_eq!(v["metadata"]["annotations"][SEQ_ANNOTATION], "5");
+        assert_eq!(v["data"]["payload"].as_str().unwrap().len(), 1024);
+
+        let v: serde_json::Value = serde_json::from_slice(&t.apply("a-1", 6)).unwrap();
+        assert!(v["metadata"].get("resourceVersion").is_none());
+        assert_eq!(v["metadata"]["annotations"][SEQ_ANNOTATION], "6");
         assert_eq!(v["data"]["payload"].as_str().unwrap().len(), 1024);
 
         let v: serde_json::Value = serde_json::from_slice(&namespace("bench")).unwrap();
