@@ -636,6 +636,12 @@ impl Ctx {
                 ))
                 .await
             {
+                Ok(c) if !finished => {
+                    self.after_write(c.revision).await;
+                    // The object just stored, with its revision: its bytes need no decoding.
+                    object::set_resource_version(&mut new, c.revision);
+                    return crate::kinds::present_decoded(presenter.as_ref(), c.value, new).await;
+                }
                 Ok(c) => {
                     self.after_write(c.revision).await;
                     return crate::kinds::present_stored(presenter.as_ref(), c.value).await;

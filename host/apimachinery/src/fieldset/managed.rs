@@ -167,17 +167,25 @@ impl ManagedFields {
         manager: &str,
         api_version: &str,
         subresource: Option<&str>,
-        changes: &Comparison,
+        changes: Comparison,
         ignored: &FieldSet,
         now: &str,
     ) {
-        let changed = changes.changed().without_subtrees(ignored);
-        let removed = changes.removed.without_subtrees(ignored);
+        let Comparison {
+            added: mut changed,
+            modified,
+            mut removed,
+        } = changes;
+        changed.absorb(modified);
+        changed.remove_subtrees(ignored);
+        removed.remove_subtrees(ignored);
         for e in &mut self.entries {
-            e.fields = e.fields.difference(&changed).difference(&removed);
+            e.fields.remove_all(&changed);
+            e.fields.remove_all(&removed);
         }
         self.entries.retain(|e| !e.fields.is_empty());
-        let mine = strip_meta(&changed);
+        let mut mine = changed;
+        mine.remove_all(strip());
         if mine.is_empty() {
             return;
         }
@@ -277,8 +285,13 @@ fn order(a: &Entry, b: &Entry) -> Ordering {
 
 /// `set` without `apiVersion`, `kind`, `metadata` itself and metadata's system fields.
 pub fn strip_meta(set: &FieldSet) -> FieldSet {
+    set.difference(strip())
+}
+
+/// The fields no manager owns (see [`strip_meta`]).
+fn strip() -> &'static FieldSet {
     static STRIP: std::sync::OnceLock<FieldSet> = std::sync::OnceLock::new();
-    set.difference(STRIP.get_or_init(strip_set))
+    STRIP.get_or_init(strip_set)
 }
 
 fn strip_set() -> FieldSet {
@@ -351,7 +364,7 @@ mod tests {
 
     fn update(mf: &mut ManagedFields, who: &str, old: Value, new: Value, now: &str) {
         let c = Comparison::of(&old, &new, &data_shape());
-        mf.update(who, "v1", None, &c, &FieldSet::new(), now);
+        mf.update(who, "v1", None, c, &FieldSet::new(), now);
     }
 
     /// `kubectl create configmap` then edits (`SSA-14`, the research note's worked
@@ -501,7 +514,7 @@ mod tests {
             &Shape::Deduced,
         );
         let mut mf = ManagedFields::default();
-        mf.update("w", "v1", None, &c, &ignored, "2026-01-01T00:00:00Z");
+        mf.update("w", "v1", None, c, &ignored, "2026-01-01T00:00:00Z");
         assert_eq!(
             mf.entries[0].fields.to_fields_v1(),
             json!({"f:metadata": {"f:labels": {".": {}, "f:a": {}}}})

@@ -352,27 +352,101 @@ impl FieldSet {
 
     /// The `FieldsV1` document.
     pub fn to_fields_v1(&self) -> Value {
-        let mut m = Map::new();
-        // In element order; a member that also has children is written once, with ".".
-        let mut keys: BTreeSet<&PathElement> = self.members.iter().collect();
-        keys.extend(self.children.keys());
-        for k in keys {
-            let node = match self.children.get(k) {
-                Some(c) => {
-                    let mut inner = Map::new();
-                    if self.members.contains(k) {
+        let mut m = Map::with_capacity(self.members.len() + self.children.len());
+        self.fill_fields_v1(&mut m);
+        Value::Object(m)
+    }
+
+    /// Writes this level into `m`: members and subtrees merged in element order (both are
+    /// sorted), a member that also has children written once, with `"."`.
+    fn fill_fields_v1(&self, m: &mut Map<String, Value>) {
+        let mut members = self.members.iter().peekable();
+        let mut children = self.children.iter().peekable();
+        loop {
+            let order = match (members.peek(), children.peek()) {
+                (None, None) => break,
+                (Some(a), Some((b, _))) => (*a).cmp(*b),
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+            };
+            let (key, value) = match order {
+                Ordering::Less => match members.next() {
+                    Some(k) => (k, Value::Object(Map::new())),
+                    None => break,
+                },
+                Ordering::Greater | Ordering::Equal => {
+                    let is_member = order == Ordering::Equal;
+                    if is_member {
+                        members.next();
+                    }
+                    let Some((k, c)) = children.next() else {
+                        break;
+                    };
+                    let mut inner = Map::with_capacity(
+                        c.members.len() + c.children.len() + usize::from(is_member),
+                    );
+                    if is_member {
                         inner.insert(".".into(), Value::Object(Map::new()));
                     }
-                    if let Value::Object(rest) = c.to_fields_v1() {
-                        inner.extend(rest);
-                    }
-                    inner
+                    c.fill_fields_v1(&mut inner);
+                    (k, Value::Object(inner))
                 }
-                None => Map::new(),
             };
-            m.insert(k.encode(), Value::Object(node));
+            m.insert(key.encode(), value);
         }
-        Value::Object(m)
+    }
+
+    /// Takes the paths of `other` out of `self`, in place ([`FieldSet::difference`]).
+    pub fn remove_all(&mut self, other: &FieldSet) {
+        if other.is_empty() || self.is_empty() {
+            return;
+        }
+        self.members.retain(|m| !other.members.contains(m));
+        self.children.retain(|k, v| match other.children.get(k) {
+            None => true,
+            Some(o) => {
+                v.remove_all(o);
+                !v.is_empty()
+            }
+        });
+    }
+
+    /// Takes the paths of `prefixes` and everything below them out of `self`, in place
+    /// ([`FieldSet::without_subtrees`]).
+    pub fn remove_subtrees(&mut self, prefixes: &FieldSet) {
+        if prefixes.is_empty() || self.is_empty() {
+            return;
+        }
+        self.members.retain(|m| !prefixes.members.contains(m));
+        self.children.retain(|k, v| {
+            if prefixes.members.contains(k) {
+                return false;
+            }
+            match prefixes.children.get(k) {
+                None => true,
+                Some(p) => {
+                    v.remove_subtrees(p);
+                    !v.is_empty()
+                }
+            }
+        });
+    }
+
+    /// Adds the paths of `other`, in place ([`FieldSet::union`] without copying `other`).
+    pub fn absorb(&mut self, other: FieldSet) {
+        if self.is_empty() {
+            *self = other;
+            return;
+        }
+        self.members.extend(other.members);
+        for (k, v) in other.children {
+            match self.children.get_mut(&k) {
+                Some(mine) => mine.absorb(v),
+                None => {
+                    self.children.insert(k, v);
+                }
+            }
+        }
     }
 
     /// Reads a `FieldsV1` document.
@@ -568,6 +642,20 @@ mod tests {
                 prop_assert_eq!(u.len() + i.len(), a.len() + b.len());
                 prop_assert_eq!(d.len() + i.len(), a.len());
                 prop_assert_eq!(paths_of(&a).len(), a.len());
+            }
+
+            /// The in-place operations give what the copying ones give.
+            #[test]
+            fn in_place_operations_agree(a in set(), b in set()) {
+                let mut d = a.clone();
+                d.remove_all(&b);
+                prop_assert_eq!(d, a.difference(&b));
+                let mut w = a.clone();
+                w.remove_subtrees(&b);
+                prop_assert_eq!(w, a.without_subtrees(&b));
+                let mut u = a.clone();
+                u.absorb(b.clone());
+                prop_assert_eq!(u, a.union(&b));
             }
 
             #[test]

@@ -72,7 +72,7 @@ pub(super) async fn apply(
                     "before-first-apply",
                     &api_version,
                     None,
-                    &seed,
+                    seed,
                     &ignored,
                     &now,
                 );
@@ -183,7 +183,7 @@ pub(super) fn record_update(ctx: &Ctx, live: Option<&Value>, new: &mut Value) {
         &manager,
         &ctx.api_version(),
         ctx.req.subresource.as_deref(),
-        &changes,
+        changes,
         &ignored(ctx),
         &object::now_rfc3339(),
     );

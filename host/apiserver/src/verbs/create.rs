@@ -116,7 +116,11 @@ async fn create_once(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> Attemp
         match ctx.inner.store.write(write).await {
             Ok(c) => {
                 ctx.after_write(c.revision).await;
-                return Attempt::Done(match ctx.present(c.value).await {
+                // The object just stored, with its revision: its bytes need no decoding.
+                object::set_resource_version(&mut obj, c.revision);
+                let presented =
+                    crate::kinds::present_decoded(ctx.presenter().as_ref(), c.value, obj).await;
+                return Attempt::Done(match presented {
                     Ok(out) => ctx.respond_object(StatusCode::CREATED, out).await,
                     Err(e) => Err(e),
                 });
