@@ -271,31 +271,20 @@ async fn ssa_14_resetting_and_rewriting_entries() {
     let entries = json!([{"manager":"chosen","operation":"Update","apiVersion":"v1",
         "fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:a":{}}}}]);
     let current = s.get(&at).await.expect(200).json();
+    let rewrite = json!([
+        {"op": "add", "path": "/metadata/managedFields", "value": entries},
+        {"op": "replace", "path": "/metadata/resourceVersion", "value": current["metadata"]["resourceVersion"]},
+    ])
+    .to_string();
     let rewritten = s
-        .patch(
-            &at,
-            "application/json-patch+json",
-            &json!([
-                {"op": "add", "path": "/metadata/managedFields", "value": entries},
-                {"op": "replace", "path": "/metadata/resourceVersion", "value": current["metadata"]["resourceVersion"]},
-            ])
-            .to_string(),
-        )
+        .patch(&at, "application/json-patch+json", &rewrite)
         .await
         .expect(200)
         .json();
     assert_eq!(managers(&rewritten), [("chosen".into(), "Update".into())]);
     // The same patch again: the rewrite was a write, so its resourceVersion is stale.
     let stale = s
-        .patch(
-            &at,
-            "application/json-patch+json",
-            &json!([
-                {"op": "add", "path": "/metadata/managedFields", "value": entries},
-                {"op": "replace", "path": "/metadata/resourceVersion", "value": current["metadata"]["resourceVersion"]},
-            ])
-            .to_string(),
-        )
+        .patch(&at, "application/json-patch+json", &rewrite)
         .await
         .expect(409);
     assert_eq!(stale.reason(), "Conflict");

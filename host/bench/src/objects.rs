@@ -80,28 +80,24 @@ impl ObjectTemplate {
 
     /// An update body for `name` at `resource_version`, with update counter `seq`.
     pub fn update(&self, name: &str, resource_version: u64, seq: u64) -> Bytes {
+        self.with_seq(name, Some(resource_version), seq)
+    }
+
+    /// An apply configuration for `name` (no resourceVersion), with update counter `seq`.
+    pub fn apply(&self, name: &str, seq: u64) -> Bytes {
+        self.with_seq(name, None, seq)
+    }
+
+    fn with_seq(&self, name: &str, resource_version: Option<u64>, seq: u64) -> Bytes {
         let mut b = BytesMut::with_capacity(
             self.head.len() + name.len() + SEQ_ANNOTATION.len() + 96 + self.tail.len(),
         );
         b.put_slice(self.head);
         b.put_slice(name.as_bytes());
-        b.put_slice(br#"","resourceVersion":""#);
-        let _ = write!(b, "{resource_version}");
-        b.put_slice(br#"","annotations":{""#);
-        b.put_slice(SEQ_ANNOTATION.as_bytes());
-        b.put_slice(br#"":""#);
-        let _ = write!(b, "{seq}");
-        b.put_slice(&self.tail);
-        b.freeze()
-    }
-
-    /// An apply configuration for `name` (no resourceVersion), with update counter `seq`.
-    pub fn apply(&self, name: &str, seq: u64) -> Bytes {
-        let mut b = BytesMut::with_capacity(
-            self.head.len() + name.len() + SEQ_ANNOTATION.len() + 64 + self.tail.len(),
-        );
-        b.put_slice(self.head);
-        b.put_slice(name.as_bytes());
+        if let Some(rv) = resource_version {
+            b.put_slice(br#"","resourceVersion":""#);
+            let _ = write!(b, "{rv}");
+        }
         b.put_slice(br#"","annotations":{""#);
         b.put_slice(SEQ_ANNOTATION.as_bytes());
         b.put_slice(br#"":""#);
