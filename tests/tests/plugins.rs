@@ -211,8 +211,13 @@ fn widgets_plugin_converts_mutates_validates_and_prints() {
         "big.yaml",
         "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: big\nspec:\n  color: red\n  size: 9\n  replicas: 6\n",
     );
-    for verb in ["apply", "create"] {
-        let err = gw.kubectl_err(&[verb, "-f", &big.to_string_lossy()]);
+    let big_path = big.to_string_lossy();
+    for args in [
+        &["apply", "-f", &big_path][..],
+        &["create", "-f", &big_path],
+        &["apply", "--server-side", "-f", &big_path],
+    ] {
+        let err = gw.kubectl_err(args);
         assert_contains(
             &err,
             &[
@@ -233,6 +238,49 @@ fn widgets_plugin_converts_mutates_validates_and_prints() {
     assert_eq!(status["details"]["causes"][0]["field"], "spec.replicas");
     assert_eq!(status["details"]["name"], "big");
     gw.kubectl_err(&["get", "widget", "big"]);
+    // Server-side apply goes through the same hooks, with the merged object (SSA-01).
+    let ssa = gw.write_file(
+        "ssa.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: ssa\nspec:\n  color: red\n  size: 2\n  replicas: 1\n",
+    );
+    gw.kubectl_ok(&["apply", "--server-side", "-f", &ssa.to_string_lossy()]);
+    gw.kubectl_ok(&[
+        "patch",
+        "widget",
+        "ssa",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"size":9}}"#,
+    ]);
+    // The applier no longer owns size (the patch took it): leaving it out keeps 9, and
+    // the plugin judges 6 replicas against the merged size.
+    let err = gw.kubectl_err(&[
+        "apply",
+        "--server-side",
+        "-f",
+        &gw.write_file(
+            "ssa2.yaml",
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: ssa\nspec:\n  color: red\n  replicas: 6\n",
+        )
+        .to_string_lossy(),
+    ]);
+    assert_contains(
+        &err,
+        &[
+            "denied the request",
+            "a widget of size 9 runs at most 5 replicas, not 6",
+        ],
+    );
+    assert_eq!(
+        gw.kubectl_ok(&[
+            "get",
+            "widget",
+            "ssa",
+            "-o",
+            "jsonpath={.metadata.labels.example\\.com/color} {.spec.size}",
+        ]),
+        "red 9"
+    );
     // Dry runs go through admission too.
     let err = gw.kubectl_err(&["apply", "--dry-run=server", "-f", &big.to_string_lossy()]);
     assert_contains(&err, &["denied the request"]);

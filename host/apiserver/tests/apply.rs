@@ -289,3 +289,110 @@ async fn ssa_14_resetting_and_rewriting_entries() {
         .expect(409);
     assert_eq!(stale.reason(), "Conflict");
 }
+
+const GADGETS: &str = "/apis/ssa.example.com/v1/namespaces/demo/gadgets";
+
+/// A CRD with a status subresource, for the subresource tests.
+async fn with_gadgets() -> Server {
+    let s = server().await;
+    let obj = |props: Value| json!({"type": "object", "properties": props});
+    let schema = obj(json!({
+        "spec": obj(json!({"size": {"type": "integer"}})),
+        "status": obj(json!({"ready": {"type": "boolean"}})),
+    }));
+    s.req(
+        Method::POST,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        json!({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+            "metadata":{"name":"gadgets.ssa.example.com"},
+            "spec":{"group":"ssa.example.com","scope":"Namespaced",
+                "names":{"plural":"gadgets","kind":"Gadget"},
+                "versions":[{"name":"v1","served":true,"storage":true,
+                    "subresources":{"status":{}},"schema":{"openAPIV3Schema":schema}}]}}),
+    )
+    .await
+    .expect(201);
+    s
+}
+
+/// With a status subresource, status is no one's on the main resource and only status
+/// counts on `/status`, whose entries say `subresource: status`; an apply to `/status`
+/// conflicts with the status writer, named as kube names it (SSA-04, SSA-14, SUB-01).
+#[tokio::test]
+async fn ssa_14_status_subresource_entries() {
+    let s = with_gadgets().await;
+    let created = s
+        .req(
+            Method::POST,
+            &format!("{GADGETS}?fieldManager=maker"),
+            json!({"apiVersion":"ssa.example.com/v1","kind":"Gadget","metadata":{"name":"g"},
+                "spec":{"size":1},"status":{"ready":true}}),
+        )
+        .await
+        .expect(201)
+        .json();
+    assert_eq!(
+        fields_of(&created, "maker"),
+        &json!({"f:spec": {".": {}, "f:size": {}}})
+    );
+    let status = s
+        .patch(
+            &format!("{GADGETS}/g/status?fieldManager=ctrl"),
+            "application/merge-patch+json",
+            r#"{"status":{"ready":true},"spec":{"size":5}}"#,
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        status["spec"]["size"], 1,
+        "spec is not written through /status"
+    );
+    let entry = status["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == "ctrl")
+        .unwrap()
+        .clone();
+    assert_eq!(entry["subresource"], "status");
+    assert_eq!(entry["operation"], "Update");
+    assert_eq!(
+        entry["fieldsV1"],
+        json!({"f:status": {".": {}, "f:ready": {}}})
+    );
+    let conflict = s
+        .patch(
+            &format!("{GADGETS}/g/status?fieldManager=other"),
+            APPLY,
+            "apiVersion: ssa.example.com/v1\nkind: Gadget\nmetadata:\n  name: g\nstatus:\n  ready: false\n",
+        )
+        .await
+        .expect(409)
+        .json();
+    assert_eq!(
+        conflict["message"],
+        "Apply failed with 1 conflict: conflict with \"ctrl\" with subresource \"status\" using ssa.example.com/v1: .status.ready"
+    );
+}
+
+/// `fieldValidation=Strict` refuses an apply configuration with an unknown field (400,
+/// kube's wording), as it does for the other writes (SSA-01, FV-01).
+#[tokio::test]
+async fn fv_01_strict_field_validation_of_apply_bodies() {
+    let s = with_gadgets().await;
+    let r = s
+        .patch(
+            &format!("{GADGETS}/g?fieldManager=me&fieldValidation=Strict"),
+            APPLY,
+            "apiVersion: ssa.example.com/v1\nkind: Gadget\nmetadata:\n  name: g\nspec:\n  size: 1\n  bogus: 2\n",
+        )
+        .await
+        .expect(400)
+        .json();
+    assert_eq!(
+        r["message"],
+        "strict decoding error: unknown field \"spec.bogus\""
+    );
+    s.get(&format!("{GADGETS}/g")).await.expect(404);
+}

@@ -304,6 +304,8 @@ mod tests {
         assert_eq!(a.object_size, 1024);
         assert_eq!(a.concurrency, 64);
         assert!(Args::try_parse_from(["b", "--concurrency", "0"]).is_err());
-        assert_eq!(Scenario::All.expand().len(), 5);
+        assert_eq!(Scenario::All.expand().len(), 6);
+        let a = Args::try_parse_from(["b", "--scenario", "apply"]).unwrap();
+        assert_eq!(a.scenario.name(), "apply");
     }
 }
