@@ -143,9 +143,18 @@ const SUPPORTED_KINDS: &[(&str, &str)] = &[
     ("v1", "ServiceAccount"),
     ("v1", "Event"),
     ("coordination.k8s.io/v1", "Lease"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
+    ("authorization.k8s.io/v1", "SubjectAccessReview"),
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"),
+    ("authentication.k8s.io/v1", "SelfSubjectReview"),
     ("meta.k8s.io/v1", "DeleteOptions"),
     ("v1", "DeleteOptions"),
     ("coordination.k8s.io/v1", "DeleteOptions"),
+    ("rbac.authorization.k8s.io/v1", "DeleteOptions"),
 ];
 
 /// Top-level messages, looked up by their Go kind name.
@@ -156,6 +165,14 @@ const ROOT_MESSAGES: &[&Message] = &[
     &SERVICE_ACCOUNT,
     &EVENT,
     &LEASE,
+    &ROLE,
+    &ROLE_BINDING,
+    &CLUSTER_ROLE,
+    &CLUSTER_ROLE_BINDING,
+    &SELF_SUBJECT_ACCESS_REVIEW,
+    &SUBJECT_ACCESS_REVIEW,
+    &SELF_SUBJECT_RULES_REVIEW,
+    &SELF_SUBJECT_REVIEW,
     &DELETE_OPTIONS,
 ];
 
@@ -818,6 +835,221 @@ static LEASE_SPEC: Message = Message {
     ],
 };
 
+// --- k8s.io/api/rbac/v1 -----------------------------------------------------------------------
+
+static ROLE: Message = Message {
+    name: "Role",
+    fields: &[
+        field(1, "metadata", Kind::Message(&OBJECT_META), Always),
+        field(2, "rules", Kind::Messages(&POLICY_RULE), Always),
+    ],
+};
+
+static CLUSTER_ROLE: Message = Message {
+    name: "ClusterRole",
+    fields: &[
+        field(1, "metadata", Kind::Message(&OBJECT_META), Always),
+        field(2, "rules", Kind::Messages(&POLICY_RULE), Always),
+        field(
+            3,
+            "aggregationRule",
+            Kind::Message(&AGGREGATION_RULE),
+            IfSet,
+        ),
+    ],
+};
+
+static ROLE_BINDING: Message = Message {
+    name: "RoleBinding",
+    fields: &[
+        field(1, "metadata", Kind::Message(&OBJECT_META), Always),
+        field(2, "subjects", Kind::Messages(&SUBJECT), OmitEmpty),
+        field(3, "roleRef", Kind::Message(&ROLE_REF), Always),
+    ],
+};
+
+static CLUSTER_ROLE_BINDING: Message = Message {
+    name: "ClusterRoleBinding",
+    fields: &[
+        field(1, "metadata", Kind::Message(&OBJECT_META), Always),
+        field(2, "subjects", Kind::Messages(&SUBJECT), OmitEmpty),
+        field(3, "roleRef", Kind::Message(&ROLE_REF), Always),
+    ],
+};
+
+static POLICY_RULE: Message = Message {
+    name: "PolicyRule",
+    fields: &[
+        field(1, "verbs", Kind::Strings, Always),
+        field(2, "apiGroups", Kind::Strings, OmitEmpty),
+        field(3, "resources", Kind::Strings, OmitEmpty),
+        field(4, "resourceNames", Kind::Strings, OmitEmpty),
+        field(5, "nonResourceURLs", Kind::Strings, OmitEmpty),
+    ],
+};
+
+static SUBJECT: Message = Message {
+    name: "Subject",
+    fields: &[
+        field(1, "kind", Kind::String, Always),
+        field(2, "apiGroup", Kind::String, OmitEmpty),
+        field(3, "name", Kind::String, Always),
+        field(4, "namespace", Kind::String, OmitEmpty),
+    ],
+};
+
+static ROLE_REF: Message = Message {
+    name: "RoleRef",
+    fields: &[
+        field(1, "apiGroup", Kind::String, Always),
+        field(2, "kind", Kind::String, Always),
+        field(3, "name", Kind::String, Always),
+    ],
+};
+
+static AGGREGATION_RULE: Message = Message {
+    name: "AggregationRule",
+    fields: &[field(
+        1,
+        "clusterRoleSelectors",
+        Kind::Messages(&LABEL_SELECTOR),
+        OmitEmpty,
+    )],
+};
+
+static LABEL_SELECTOR: Message = Message {
+    name: "LabelSelector",
+    fields: &[
+        field(1, "matchLabels", Kind::StringMap, OmitEmpty),
+        field(
+            2,
+            "matchExpressions",
+            Kind::Messages(&LABEL_SELECTOR_REQUIREMENT),
+            OmitEmpty,
+        ),
+    ],
+};
+
+static LABEL_SELECTOR_REQUIREMENT: Message = Message {
+    name: "LabelSelectorRequirement",
+    fields: &[
+        field(1, "key", Kind::String, Always),
+        field(2, "operator", Kind::String, Always),
+        field(3, "values", Kind::Strings, OmitEmpty),
+    ],
+};
+
+// --- k8s.io/api/authorization/v1, authentication/v1 (requests only: status is the server's) ---
+
+static SELF_SUBJECT_ACCESS_REVIEW: Message = Message {
+    name: "SelfSubjectAccessReview",
+    fields: &[
+        field(1, "metadata", Kind::Message(&OBJECT_META), Always),
+        field(
+            2,
+            "spec",
+            Kind::Message(&SELF_SUBJECT_ACCESS_REVIEW_SPEC),
+            Always,
+        ),
+    ],
+};
+
+static SELF_SUBJECT_ACCESS_REVIEW_SPEC: Message = Message {
+    name: "SelfSubjectAccessReviewSpec",
+    fields: &[
+        field(
+            1,
+            "resourceAttributes",
+            Kind::Message(&RESOURCE_ATTRIBUTES),
+            IfSet,
+        ),
+        field(
+            2,
+            "nonResourceAttributes",
+            Kind::Message(&NON_RESOURCE_ATTRIBUTES),
+            IfSet,
+        ),
+    ],
+};
+
+static SUBJECT_ACCESS_REVIEW: Message = Message {
+    name: "SubjectAccessReview",
+    fields: &[
+        field(1, "metadata", Kind::Message(&OBJECT_META), Always),
+        field(
+            2,
+            "spec",
+            Kind::Message(&SUBJECT_ACCESS_REVIEW_SPEC),
+            Always,
+        ),
+    ],
+};
+
+static SUBJECT_ACCESS_REVIEW_SPEC: Message = Message {
+    name: "SubjectAccessReviewSpec",
+    fields: &[
+        field(
+            1,
+            "resourceAttributes",
+            Kind::Message(&RESOURCE_ATTRIBUTES),
+            IfSet,
+        ),
+        field(
+            2,
+            "nonResourceAttributes",
+            Kind::Message(&NON_RESOURCE_ATTRIBUTES),
+            IfSet,
+        ),
+        field(3, "user", Kind::String, OmitEmpty),
+        field(4, "groups", Kind::Strings, OmitEmpty),
+        field(6, "uid", Kind::String, OmitEmpty),
+    ],
+};
+
+static RESOURCE_ATTRIBUTES: Message = Message {
+    name: "ResourceAttributes",
+    fields: &[
+        field(1, "namespace", Kind::String, OmitEmpty),
+        field(2, "verb", Kind::String, OmitEmpty),
+        field(3, "group", Kind::String, OmitEmpty),
+        field(4, "version", Kind::String, OmitEmpty),
+        field(5, "resource", Kind::String, OmitEmpty),
+        field(6, "subresource", Kind::String, OmitEmpty),
+        field(7, "name", Kind::String, OmitEmpty),
+    ],
+};
+
+static NON_RESOURCE_ATTRIBUTES: Message = Message {
+    name: "NonResourceAttributes",
+    fields: &[
+        field(1, "path", Kind::String, OmitEmpty),
+        field(2, "verb", Kind::String, OmitEmpty),
+    ],
+};
+
+static SELF_SUBJECT_RULES_REVIEW: Message = Message {
+    name: "SelfSubjectRulesReview",
+    fields: &[
+        field(1, "metadata", Kind::Message(&OBJECT_META), Always),
+        field(
+            2,
+            "spec",
+            Kind::Message(&SELF_SUBJECT_RULES_REVIEW_SPEC),
+            Always,
+        ),
+    ],
+};
+
+static SELF_SUBJECT_RULES_REVIEW_SPEC: Message = Message {
+    name: "SelfSubjectRulesReviewSpec",
+    fields: &[field(1, "namespace", Kind::String, OmitEmpty)],
+};
+
+static SELF_SUBJECT_REVIEW: Message = Message {
+    name: "SelfSubjectReview",
+    fields: &[field(1, "metadata", Kind::Message(&OBJECT_META), Always)],
+};
+
 // ---------------------------------------------------------------------------------------------
 // Schema-driven decoding
 // ---------------------------------------------------------------------------------------------
@@ -1130,7 +1362,7 @@ mod tests {
     #[test]
     fn enc04_schema_tables_are_consistent() {
         let messages = all_messages();
-        assert_eq!(messages.len(), 20);
+        assert_eq!(messages.len(), 39);
         for message in messages {
             for (i, a) in message.fields.iter().enumerate() {
                 assert!(a.number > 0 && u64::from(a.number) <= MAX_FIELD_NUMBER);

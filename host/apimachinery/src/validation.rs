@@ -483,6 +483,19 @@ fn matches_qualified_name(v: &str) -> bool {
     }
 }
 
+/// `path.IsValidPathSegmentName`: the names of RBAC objects (anything that is not `.` or
+/// `..` and has no `/` or `%`).
+pub fn is_path_segment_name(v: &str) -> Vec<String> {
+    if v == "." || v == ".." {
+        return vec![format!("may not be '{v}'")];
+    }
+    ["/", "%"]
+        .iter()
+        .filter(|c| v.contains(**c))
+        .map(|c| format!("may not contain '{c}'"))
+        .collect()
+}
+
 /// `IsDNS1123Label`: a lowercase RFC 1123 label (namespace names, many object names).
 pub fn is_dns1123_label(v: &str) -> Vec<String> {
     let mut errs = Vec::new();

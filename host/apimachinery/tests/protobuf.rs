@@ -766,9 +766,18 @@ fn enc04_supported_kinds() {
             ("v1", "ServiceAccount"),
             ("v1", "Event"),
             ("coordination.k8s.io/v1", "Lease"),
+            ("rbac.authorization.k8s.io/v1", "Role"),
+            ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+            ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+            ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+            ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
+            ("authorization.k8s.io/v1", "SubjectAccessReview"),
+            ("authorization.k8s.io/v1", "SelfSubjectRulesReview"),
+            ("authentication.k8s.io/v1", "SelfSubjectReview"),
             ("meta.k8s.io/v1", "DeleteOptions"),
             ("v1", "DeleteOptions"),
             ("coordination.k8s.io/v1", "DeleteOptions"),
+            ("rbac.authorization.k8s.io/v1", "DeleteOptions"),
         ]
     );
     for &(api_version, kind) in supported_kinds() {
