@@ -42,10 +42,17 @@ pub fn removal_due(obj: &Value) -> bool {
     crate::object::is_deleting(obj) && !has_finalizers(obj)
 }
 
-/// Name validation of a type: DNS-1123 label for namespaces, subdomain otherwise.
+/// Name validation of a type: DNS-1123 label for namespaces, a path segment for RBAC
+/// objects (`system:basic-user`), a DNS-1123 subdomain otherwise.
 pub fn name_check(t: &ResourceType) -> fn(&str) -> Vec<String> {
     match t.builtin() {
         Some(Builtin::Namespace) => v::is_dns1123_label,
+        Some(
+            Builtin::Role
+            | Builtin::RoleBinding
+            | Builtin::ClusterRole
+            | Builtin::ClusterRoleBinding,
+        ) => v::is_path_segment_name,
         _ => v::is_dns1123_subdomain,
     }
 }
@@ -244,6 +251,16 @@ pub fn validate(t: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Field
                     "must be greater than or equal to 0",
                 ));
             }
+        }
+        Some(b @ (Builtin::Role | Builtin::ClusterRole)) => {
+            errs.extend(crate::rbac::validate_rules(obj, b == Builtin::Role));
+        }
+        Some(b @ (Builtin::RoleBinding | Builtin::ClusterRoleBinding)) => {
+            errs.extend(crate::rbac::validate_binding(
+                obj,
+                old,
+                b == Builtin::RoleBinding,
+            ));
         }
         _ => {}
     }

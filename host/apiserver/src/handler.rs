@@ -19,7 +19,7 @@ use wasmgate_apimachinery::status::Status;
 use crate::body::{self, Body};
 use crate::error::{ApiError, ApiResult};
 use crate::health::{self, Check};
-use crate::{Inner, User, discovery, verbs, version};
+use crate::{Inner, User, discovery, rbac, verbs, version};
 
 /// Handles one request; never fails (errors are rendered as Status).
 pub(crate) async fn handle<B>(
@@ -35,7 +35,11 @@ where
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let head = matches!(method, Method::HEAD);
-    let (resp, cause) = match route(inner, req, user).await {
+    let routed = match bearer_user(inner, req.headers(), user) {
+        Ok(user) => route(inner, req, user).await,
+        Err(e) => Err(e),
+    };
+    let (resp, cause) = match routed {
         Ok(r) => (r, None),
         Err(e) => (status_response(&e.status), e.cause),
     };
@@ -150,11 +154,33 @@ where
     });
     refuse_impersonation(req.headers(), &user)?;
     if let Some(name) = crate::plugins::upload::module_path(&path) {
+        let verb = match *req.method() {
+            Method::GET | Method::HEAD => "get",
+            Method::DELETE => "delete",
+            _ => "update",
+        };
+        authorize(
+            inner,
+            &user,
+            verb,
+            Some(rbac::ResourceAttributes {
+                group: "wasmgate.dev".into(),
+                resource: "wasmplugins".into(),
+                subresource: "module".into(),
+                namespace: String::new(),
+                name: name.to_owned(),
+            }),
+            &path,
+        )?;
         let name = name.to_owned();
         let method = req.method().clone();
         let limit = inner.options.max_request_body_bytes;
         let body = within_body_timeout(inner, read_body(req.into_body(), limit)).await?;
         return crate::plugins::upload::handle(inner, user, &method, &name, body).await;
+    }
+    let method_verb = req.method().as_str().to_ascii_lowercase();
+    if path == "/metrics" || segments[0] == "openapi" {
+        authorize(inner, &user, &method_verb, None, &path)?;
     }
     if path == "/metrics" {
         if !matches!(*req.method(), Method::GET | Method::HEAD) {
@@ -181,6 +207,25 @@ where
         Err(RequestInfoError::MethodNotAllowed) => return Err(method_not_allowed()),
         Err(RequestInfoError::NotFound) => return Err(Status::not_found_path().into()),
     };
+    match &info {
+        RequestInfo::Resource(r) => {
+            // `/api/v1/namespaces/NAME` is in namespace NAME, as kube's RequestInfo has it.
+            let namespace = match (&r.namespace, r.resource.as_str(), &r.name) {
+                (Some(ns), _, _) => ns.clone(),
+                (None, "namespaces", Some(name)) => name.clone(),
+                _ => String::new(),
+            };
+            let attrs = rbac::ResourceAttributes {
+                group: r.group.clone(),
+                resource: r.resource.clone(),
+                subresource: r.subresource.clone().unwrap_or_default(),
+                namespace,
+                name: r.name.clone().unwrap_or_default(),
+            };
+            authorize(inner, &user, r.verb.as_str(), Some(attrs), &path)?;
+        }
+        _ => authorize(inner, &user, &method_verb, None, &path)?,
+    }
     let catalog = inner.registry.snapshot();
     let get_only = |m: &Method| *m == Method::GET || *m == Method::HEAD;
     match info {
@@ -221,7 +266,57 @@ where
                 .ok_or_else(|| Status::not_found_path().into())
         }
         RequestInfo::NonResource => Err(Status::not_found_path().into()),
+        RequestInfo::Resource(r) if crate::reviews::is_review(&r) => {
+            let limit = inner.options.max_request_body_bytes;
+            let body = within_body_timeout(inner, read_body(req.into_body(), limit)).await?;
+            crate::reviews::handle(inner, &r, &user, &body)
+        }
         RequestInfo::Resource(r) => resource(inner, catalog, r, query, req, user).await,
+    }
+}
+
+/// The user of a request without a client certificate that presents a bearer token
+/// (`Authorization: Bearer …`): the token file's user, or 401 for a token it does not
+/// have. A certificate's user wins over a token, as in kube's union authenticator.
+fn bearer_user(inner: &Inner, headers: &HeaderMap, user: Option<User>) -> ApiResult<Option<User>> {
+    if user.is_some() {
+        return Ok(user);
+    }
+    let Some(token) = header_str(headers, header::AUTHORIZATION)
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    else {
+        return Ok(None);
+    };
+    match inner.options.tokens.user(token) {
+        Some(u) => Ok(Some(u.clone())),
+        None => Err(Status::failure(401, "Unauthorized", "Unauthorized").into()),
+    }
+}
+
+/// RBAC's decision on the request (`system:masters` may do anything): a 403 when no
+/// rule bound to the user allows it.
+fn authorize(
+    inner: &Inner,
+    user: &User,
+    verb: &str,
+    resource: Option<rbac::ResourceAttributes>,
+    path: &str,
+) -> ApiResult<()> {
+    if rbac::is_master(user) {
+        return Ok(());
+    }
+    let attrs = rbac::Attributes {
+        user,
+        verb: verb.to_owned(),
+        resource,
+        path: path.to_owned(),
+    };
+    if inner.rbac.borrow().allows(&attrs) {
+        Ok(())
+    } else {
+        Err(rbac::forbidden(&attrs))
     }
 }
 

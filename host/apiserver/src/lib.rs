@@ -21,6 +21,7 @@
 //! when `timeoutSeconds` passes, or at shutdown, always with a clean end of stream.
 #![forbid(unsafe_code)]
 
+pub mod authn_token;
 pub mod authn_x509;
 mod body;
 mod builtin;
@@ -42,7 +43,9 @@ mod object;
 mod openapi;
 mod openapi_text;
 pub mod plugins;
+mod rbac;
 pub mod registry;
+mod reviews;
 pub mod serve;
 mod verbs;
 mod version;
@@ -86,6 +89,8 @@ pub struct Options {
     pub plugin_dir: Option<std::path::PathBuf>,
     /// Where compiled plugins are kept across restarts (`None`: in memory only).
     pub plugin_cache_dir: Option<std::path::PathBuf>,
+    /// Static bearer tokens (`--token-auth-file`), already read.
+    pub tokens: authn_token::Tokens,
 }
 
 impl Default for Options {
@@ -103,6 +108,7 @@ impl Default for Options {
             namespace_resync: Duration::from_secs(2),
             plugin_dir: None,
             plugin_cache_dir: None,
+            tokens: authn_token::Tokens::default(),
         }
     }
 }
@@ -135,6 +141,8 @@ pub(crate) struct Inner {
     /// The store revision the registry's custom types reflect (the CRD controller's
     /// progress); CRD writes wait on it.
     pub(crate) crd_synced: watch::Sender<u64>,
+    /// The RBAC roles and bindings ([`rbac::Index`]), rebuilt on every change.
+    pub(crate) rbac: watch::Sender<Arc<rbac::Index>>,
     /// Keys of the terminating CRDs whose cleanup task runs (one task each).
     pub(crate) crd_cleanups: std::sync::Mutex<std::collections::HashSet<String>>,
     /// The Wasm plugins bound to API groups.
@@ -158,9 +166,15 @@ impl ApiServer {
             shutdown: watch::Sender::new(false),
             bootstrapped: AtomicBool::new(false),
             crd_synced: watch::Sender::new(0),
+            rbac: watch::Sender::new(Arc::new(rbac::Index::default())),
             crd_cleanups: std::sync::Mutex::new(std::collections::HashSet::new()),
         });
         namespaces::bootstrap(&inner)
+            .await
+            .map_err(ApiServerError::Bootstrap)?;
+        // The index follows the store from the start: each bootstrap write waits for it.
+        tokio::spawn(rbac::run(Arc::downgrade(&inner)));
+        rbac::bootstrap(&inner)
             .await
             .map_err(ApiServerError::Bootstrap)?;
         // Serve every stored CRD from the first request on (a restart keeps them).

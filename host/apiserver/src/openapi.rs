@@ -27,6 +27,7 @@ fn generate_definitions() -> Map<String, Value> {
     use k8s_openapi::api::autoscaling::v1::Scale;
     use k8s_openapi::api::coordination::v1::Lease;
     use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Secret, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ListMeta, Status};
     let mut generator = schemars::generate::SchemaSettings::openapi3().into_generator();
@@ -36,6 +37,10 @@ fn generate_definitions() -> Map<String, Value> {
     generator.subschema_for::<ServiceAccount>();
     generator.subschema_for::<Event>();
     generator.subschema_for::<Lease>();
+    generator.subschema_for::<Role>();
+    generator.subschema_for::<RoleBinding>();
+    generator.subschema_for::<ClusterRole>();
+    generator.subschema_for::<ClusterRoleBinding>();
     generator.subschema_for::<DeleteOptions>();
     generator.subschema_for::<Status>();
     generator.subschema_for::<ListMeta>();

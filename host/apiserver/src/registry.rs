@@ -28,6 +28,14 @@ pub enum Builtin {
     Lease,
     /// apiextensions.k8s.io/v1 CustomResourceDefinition.
     CustomResourceDefinition,
+    /// rbac.authorization.k8s.io/v1 Role.
+    Role,
+    /// rbac.authorization.k8s.io/v1 RoleBinding.
+    RoleBinding,
+    /// rbac.authorization.k8s.io/v1 ClusterRole.
+    ClusterRole,
+    /// rbac.authorization.k8s.io/v1 ClusterRoleBinding.
+    ClusterRoleBinding,
 }
 
 /// Who implements a resource type.
@@ -316,6 +324,46 @@ pub fn builtin_types() -> Vec<ResourceType> {
             true,
             "io.k8s.api.coordination.v1.Lease",
             Builtin::Lease,
+        ),
+        builtin(
+            crate::rbac::GROUP,
+            "roles",
+            "role",
+            "Role",
+            &[],
+            true,
+            "io.k8s.api.rbac.v1.Role",
+            Builtin::Role,
+        ),
+        builtin(
+            crate::rbac::GROUP,
+            "rolebindings",
+            "rolebinding",
+            "RoleBinding",
+            &[],
+            true,
+            "io.k8s.api.rbac.v1.RoleBinding",
+            Builtin::RoleBinding,
+        ),
+        builtin(
+            crate::rbac::GROUP,
+            "clusterroles",
+            "clusterrole",
+            "ClusterRole",
+            &[],
+            false,
+            "io.k8s.api.rbac.v1.ClusterRole",
+            Builtin::ClusterRole,
+        ),
+        builtin(
+            crate::rbac::GROUP,
+            "clusterrolebindings",
+            "clusterrolebinding",
+            "ClusterRoleBinding",
+            &[],
+            false,
+            "io.k8s.api.rbac.v1.ClusterRoleBinding",
+            Builtin::ClusterRoleBinding,
         ),
     ]
 }

@@ -691,6 +691,24 @@ impl Ctx {
                 }
             })?;
         }
+        if matches!(
+            self.rt.builtin(),
+            Some(
+                crate::registry::Builtin::Role
+                    | crate::registry::Builtin::RoleBinding
+                    | crate::registry::Builtin::ClusterRole
+                    | crate::registry::Builtin::ClusterRoleBinding
+            )
+        ) {
+            let index = self.inner.rbac.borrow().clone();
+            crate::rbac::confirm_no_escalation(
+                &index,
+                &self.user,
+                &self.rt.resource,
+                self.namespace().unwrap_or(""),
+                obj,
+            )?;
+        }
         if let Some(a) = adm.as_mut() {
             a.validate(Some(obj), &mut warnings).await?;
         }
@@ -724,10 +742,21 @@ impl Ctx {
     /// writes: what is served does not depend on them, and the CRD controller makes them
     /// while the registry waits for it.
     pub(crate) async fn after_write(&self, revision: u64) {
-        if self.rt.builtin() == Some(crate::registry::Builtin::CustomResourceDefinition)
-            && self.req.subresource.as_deref() != Some("status")
-        {
-            crate::crd_controller::wait_synced(&self.inner, revision).await;
+        use crate::registry::Builtin;
+        match self.rt.builtin() {
+            Some(Builtin::CustomResourceDefinition)
+                if self.req.subresource.as_deref() != Some("status") =>
+            {
+                crate::crd_controller::wait_synced(&self.inner, revision).await;
+            }
+            // The next request is authorized with this role or binding.
+            Some(
+                Builtin::Role
+                | Builtin::RoleBinding
+                | Builtin::ClusterRole
+                | Builtin::ClusterRoleBinding,
+            ) => crate::rbac::wait_for(&self.inner, revision).await,
+            _ => {}
         }
     }
 }

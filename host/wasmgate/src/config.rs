@@ -35,6 +35,9 @@ pub struct Config {
     /// A directory of `WasmPlugin` manifests (`*.yaml`) and their modules, applied at
     /// start and followed while serving.
     pub plugin_dir: Option<PathBuf>,
+    /// Static bearer tokens: a CSV file of `token,user,uid[,"group1,group2"]` lines
+    /// (kube-apiserver's `--token-auth-file`).
+    pub token_auth_file: Option<PathBuf>,
     /// Protocol tuning.
     pub limits: Limits,
 }
@@ -52,6 +55,7 @@ impl Default for Config {
             cache_objects: true,
             replicas: 1,
             plugin_dir: None,
+            token_auth_file: None,
             limits: Limits::default(),
         }
     }

@@ -168,6 +168,15 @@ impl Gateway {
         let mut served = Vec::new();
         let mut insecure_addr = None;
         let mut pki = None;
+        let tokens = match &config.token_auth_file {
+            Some(f) => {
+                let text = std::fs::read_to_string(f)
+                    .with_context(|| format!("reading the token file {}", f.display()))?;
+                wasmgate_apiserver::authn_token::Tokens::parse(&text)
+                    .map_err(|e| anyhow::anyhow!("token file {}: {e}", f.display()))?
+            }
+            None => wasmgate_apiserver::authn_token::Tokens::default(),
+        };
         for r in 0..replicas {
             let store = Store::open(engine.clone(), store_options.clone())
                 .await
@@ -189,6 +198,7 @@ impl Gateway {
                 options.plugin_dir = config.plugin_dir.clone();
             }
             options.plugin_cache_dir = Some(config.data_dir.join(replica_file("plugin-cache", r)));
+            options.tokens = tokens.clone();
             let server = ApiServer::new(store, options).await?;
             let pki = match &pki {
                 Some(p) => p,

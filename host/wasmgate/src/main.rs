@@ -88,6 +88,10 @@ struct ServeArgs {
     /// when it exists, so that the repository's quick start serves its example plugins]
     #[arg(long, env = "WASMGATE_PLUGIN_DIR", value_name = "DIR")]
     plugin_dir: Option<PathBuf>,
+    /// Static bearer tokens: a CSV file of `token,user,uid[,"group1,group2"]` lines, as
+    /// kube-apiserver's flag of the same name
+    #[arg(long, env = "WASMGATE_TOKEN_AUTH_FILE", value_name = "FILE")]
+    token_auth_file: Option<PathBuf>,
     /// Log filter (tracing EnvFilter syntax) [default: info, or RUST_LOG]
     #[arg(long, env = "WASMGATE_LOG", value_name = "FILTER")]
     log: Option<String>,
@@ -157,6 +161,9 @@ fn effective_config(args: &ServeArgs) -> anyhow::Result<Config> {
     }
     if let Some(h) = args.history_retention {
         c.limits.history_retention_seconds = h;
+    }
+    if let Some(f) = &args.token_auth_file {
+        c.token_auth_file = Some(f.clone());
     }
     match &args.plugin_dir {
         Some(d) if d.as_os_str() == "none" => c.plugin_dir = None,

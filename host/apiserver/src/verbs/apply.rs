@@ -113,9 +113,10 @@ pub(super) async fn apply(
         })
         .await;
     let out = match updated {
-        // Create on apply (not through a subresource): the configuration applied to
+        // Create on apply (not through a subresource), for a user who may also create
+        // (`SSA-15`, `AUTH-03`; else the 404 stands): the configuration applied to
         // nothing, then created as it is.
-        Err(e) if e.status.code == 404 && subresource.is_none() => {
+        Err(e) if e.status.code == 404 && subresource.is_none() && may_create(ctx, &name) => {
             let empty = json!({"apiVersion": api_version, "kind": ctx.rt.kind});
             let applied = run
                 .run(&empty, &config, &shape, ManagedFields::default())
@@ -188,6 +189,28 @@ pub(super) fn record_update(ctx: &Ctx, live: Option<&Value>, new: &mut Value) {
         &object::now_rfc3339(),
     );
     set_managed(new, &managed);
+}
+
+/// Whether the user may create the object (apply creates only then, as kube's
+/// `forceAllowCreate`).
+fn may_create(ctx: &Ctx, name: &str) -> bool {
+    use crate::rbac;
+    if rbac::is_master(&ctx.user) {
+        return true;
+    }
+    let attrs = rbac::Attributes {
+        user: &ctx.user,
+        verb: "create".into(),
+        resource: Some(rbac::ResourceAttributes {
+            group: ctx.rt.group.clone(),
+            resource: ctx.rt.resource.clone(),
+            subresource: String::new(),
+            namespace: ctx.namespace().unwrap_or("").to_owned(),
+            name: name.to_owned(),
+        }),
+        path: String::new(),
+    };
+    ctx.inner.rbac.borrow().allows(&attrs)
 }
 
 /// The configuration: YAML or JSON, an object of this endpoint's type and name, without

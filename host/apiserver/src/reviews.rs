@@ -1,0 +1,196 @@
+//! The create-only review resources (issue 12): `SelfSubjectReview`
+//! (`authentication.k8s.io/v1`, `kubectl auth whoami`), `SelfSubjectAccessReview` and
+//! `SubjectAccessReview` (`authorization.k8s.io/v1`, `kubectl auth can-i`), and
+//! `SelfSubjectRulesReview` (`kubectl auth can-i --list`). A POST answers 201 with the
+//! request and its `status`; nothing is stored. Partial: they are not listed in discovery.
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use serde_json::{Value, json};
+use wasmgate_apimachinery::request_info::{ResourceRequest, Verb};
+use wasmgate_apimachinery::status::Status;
+
+use crate::body::Body;
+use crate::error::ApiResult;
+use crate::rbac::{self, Attributes, ResourceAttributes};
+use crate::{Inner, User};
+
+/// Whether `r` names a review resource.
+pub(crate) fn is_review(r: &ResourceRequest) -> bool {
+    matches!(
+        (r.group.as_str(), r.resource.as_str()),
+        ("authentication.k8s.io", "selfsubjectreviews")
+            | (
+                "authorization.k8s.io",
+                "selfsubjectaccessreviews" | "subjectaccessreviews" | "selfsubjectrulesreviews"
+            )
+    )
+}
+
+/// Answers a request for a review resource (already authorized as `create`).
+pub(crate) fn handle(
+    inner: &Inner,
+    r: &ResourceRequest,
+    user: &User,
+    body: &Bytes,
+) -> ApiResult<Response<Body>> {
+    if r.verb != Verb::Create || r.name.is_some() || r.version != "v1" {
+        return Err(Status::failure(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+        .into());
+    }
+    // kubectl's typed clients send these as Protobuf.
+    let decoded = if body.starts_with(&wasmgate_apimachinery::protobuf::MAGIC) {
+        wasmgate_apimachinery::protobuf::decode(body).map_err(|e| e.to_string())
+    } else {
+        serde_json::from_slice(body).map_err(|e| e.to_string())
+    };
+    let mut review: Value =
+        decoded.map_err(|e| Status::bad_request(format!("error decoding the review: {e}")))?;
+    if !review.is_object() {
+        return Err(Status::bad_request("the review is not an object").into());
+    }
+    let kind = match r.resource.as_str() {
+        "selfsubjectreviews" => "SelfSubjectReview",
+        "selfsubjectaccessreviews" => "SelfSubjectAccessReview",
+        "subjectaccessreviews" => "SubjectAccessReview",
+        _ => "SelfSubjectRulesReview",
+    };
+    review["kind"] = json!(kind);
+    review["apiVersion"] = json!(format!("{}/v1", r.group));
+    if review.get("metadata").is_none_or(|m| !m.is_object()) {
+        review["metadata"] = json!({});
+    }
+    review["metadata"]["creationTimestamp"] = Value::Null;
+    let index = inner.rbac.borrow().clone();
+    review["status"] = match kind {
+        "SelfSubjectReview" => json!({"userInfo": {
+            "username": user.name,
+            "groups": rbac::groups_of(user).collect::<Vec<_>>(),
+        }}),
+        "SelfSubjectAccessReview" => access(&index, user, &review["spec"])?,
+        "SubjectAccessReview" => {
+            let spec = &review["spec"];
+            let subject = User {
+                name: spec
+                    .get("user")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .into(),
+                groups: spec
+                    .get("groups")
+                    .and_then(Value::as_array)
+                    .map(|g| {
+                        g.iter()
+                            .filter_map(Value::as_str)
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            };
+            if subject.name.is_empty() && subject.groups.is_empty() {
+                return Err(invalid(
+                    kind,
+                    "spec.user",
+                    "at least one of user or group must be specified",
+                ));
+            }
+            access(&index, &subject, spec)?
+        }
+        _ => {
+            let ns = review["spec"]["namespace"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+            if ns.is_empty() {
+                return Err(Status::bad_request("no namespace on request").into());
+            }
+            // A new object: the spec is not echoed.
+            review["spec"] = json!({});
+            rules(&index, user, &ns)
+        }
+    };
+    if kind == "SelfSubjectReview" {
+        review["metadata"]["creationTimestamp"] = json!(crate::object::now_rfc3339());
+    }
+    let bytes = Bytes::from(serde_json::to_vec(&review).unwrap_or_default());
+    Ok(crate::handler::bytes_response(
+        StatusCode::CREATED,
+        "application/json",
+        bytes,
+    ))
+}
+
+fn invalid(kind: &str, field: &str, msg: &str) -> crate::error::ApiError {
+    use wasmgate_apimachinery::validation::FieldError;
+    Status::invalid(
+        kind,
+        "authorization.k8s.io",
+        "",
+        &[FieldError::invalid(field, Value::Null, msg)],
+    )
+    .into()
+}
+
+/// `status` of an access review: whether `user` may do what `spec` describes.
+fn access(index: &rbac::Index, user: &User, spec: &Value) -> ApiResult<Value> {
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let (verb, resource, path) = match (
+        spec.get("resourceAttributes"),
+        spec.get("nonResourceAttributes"),
+    ) {
+        (Some(r), None) if r.is_object() => (
+            s(r, "verb"),
+            Some(ResourceAttributes {
+                group: s(r, "group"),
+                resource: s(r, "resource"),
+                subresource: s(r, "subresource"),
+                namespace: s(r, "namespace"),
+                name: s(r, "name"),
+            }),
+            String::new(),
+        ),
+        (None, Some(n)) if n.is_object() => (s(n, "verb"), None, s(n, "path")),
+        _ => {
+            return Err(invalid(
+                "SelfSubjectAccessReview",
+                "spec.resourceAttributes",
+                "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+            ));
+        }
+    };
+    let attrs = Attributes {
+        user,
+        verb,
+        resource,
+        path,
+    };
+    Ok(json!({"allowed": index.allows(&attrs)}))
+}
+
+/// `status` of a rules review: every rule that holds for `user` in `ns`.
+fn rules(index: &rbac::Index, user: &User, ns: &str) -> Value {
+    let mut resource_rules = Vec::new();
+    let mut non_resource_rules = Vec::new();
+    for r in index.rules_for(user, ns) {
+        if r.non_resource_urls.is_empty() {
+            let mut rule =
+                json!({"verbs": r.verbs, "apiGroups": r.api_groups, "resources": r.resources});
+            if !r.resource_names.is_empty() {
+                rule["resourceNames"] = json!(r.resource_names);
+            }
+            resource_rules.push(rule);
+        } else {
+            non_resource_rules
+                .push(json!({"verbs": r.verbs, "nonResourceURLs": r.non_resource_urls}));
+        }
+    }
+    json!({
+        "resourceRules": resource_rules,
+        "nonResourceRules": non_resource_rules,
+        "incomplete": false,
+    })
+}
