@@ -1,0 +1,300 @@
+//! Authentication by static bearer tokens and RBAC authorization, with kubectl 1.32
+//! against the real binary (issue 12, first part): a user bound to `view` reads but
+//! cannot write (403 worded as kube-apiserver words it), `kubectl auth can-i` and
+//! `kubectl auth whoami` answer, a bad token is 401, bindings take effect at once.
+//! Item ids refer to SEED-CHECKLIST.md.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use wasmgate_e2e::{Gateway, assert_contains, gateway_builder, run};
+
+const TOKENS: &str = "alice-token,alice,1001\nbob-token,bob,1002,\"dev,ops\"\n";
+
+struct Setup {
+    gw: Gateway,
+    _dir: tempfile::TempDir,
+}
+
+fn start() -> Setup {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, TOKENS).expect("token file");
+    let gw = gateway_builder!()
+        .config(&format!("token-auth-file: {}\n", tokens.display()))
+        .start();
+    Setup { gw, _dir: dir }
+}
+
+/// A kubeconfig like the admin's, authenticating with `token` instead of the certificate.
+fn kubeconfig_with_token(gw: &Gateway, name: &str, token: &str) -> PathBuf {
+    let path = gw.data_dir().join(format!("{name}.kubeconfig"));
+    std::fs::copy(gw.kubeconfig(), &path).expect("copy the kubeconfig");
+    for args in [
+        vec![
+            "config".to_owned(),
+            "set-credentials".into(),
+            name.into(),
+            format!("--token={token}"),
+        ],
+        vec![
+            "config".into(),
+            "set-context".into(),
+            "--current".into(),
+            format!("--user={name}"),
+        ],
+    ] {
+        let out = run(gw.kubectl_command_with(&path, &args));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    path
+}
+
+fn as_user(gw: &Gateway, kubeconfig: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["--request-timeout=30s"];
+    all.extend_from_slice(args);
+    run(gw.kubectl_command_with(kubeconfig, &all))
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A `view` RoleBinding lets alice read in its namespace only; writes are 403 with
+/// kube's message; `auth can-i` and `whoami` answer; a binding of `edit` lets her create
+/// at once (AUTH-01, AUTH-02, AGG-07).
+#[test]
+fn view_reads_edit_writes_and_refusals_are_worded_as_kube() {
+    let Setup { gw, _dir } = start();
+    gw.kubectl_ok(&["create", "namespace", "team"]);
+    gw.kubectl_ok(&[
+        "-n",
+        "team",
+        "create",
+        "configmap",
+        "seen",
+        "--from-literal=a=1",
+    ]);
+    let alice = kubeconfig_with_token(&gw, "alice", "alice-token");
+
+    // Nothing bound yet: even listing is refused.
+    let denied = as_user(&gw, &alice, &["-n", "team", "get", "configmaps"]);
+    assert!(!denied.status.success());
+    assert_contains(
+        &stderr(&denied),
+        &[
+            r#"Error from server (Forbidden): configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group "" in the namespace "team""#,
+        ],
+    );
+
+    gw.kubectl_ok(&[
+        "-n",
+        "team",
+        "create",
+        "rolebinding",
+        "alice-view",
+        "--clusterrole=view",
+        "--user=alice",
+    ]);
+    let got = as_user(
+        &gw,
+        &alice,
+        &["-n", "team", "get", "configmap", "seen", "-o", "name"],
+    );
+    assert_eq!(stdout(&got), "configmap/seen\n", "{}", stderr(&got));
+    // `kubectl create configmap` words the error its own way around the server's message.
+    let create = as_user(&gw, &alice, &["-n", "team", "create", "configmap", "mine"]);
+    assert!(!create.status.success());
+    assert_contains(
+        &stderr(&create),
+        &[
+            r#"error: failed to create configmap: configmaps is forbidden: User "alice" cannot create resource "configmaps" in API group "" in the namespace "team""#,
+        ],
+    );
+    // view has no secrets, and the binding holds in its namespace only.
+    let secrets = as_user(&gw, &alice, &["-n", "team", "get", "secrets"]);
+    assert_contains(&stderr(&secrets), &["cannot list resource \"secrets\""]);
+    let elsewhere = as_user(&gw, &alice, &["-n", "default", "get", "configmaps"]);
+    assert_contains(&stderr(&elsewhere), &["in the namespace \"default\""]);
+
+    // kubectl auth can-i (SelfSubjectAccessReview) and whoami (SelfSubjectReview).
+    let yes = as_user(
+        &gw,
+        &alice,
+        &["-n", "team", "auth", "can-i", "get", "configmaps"],
+    );
+    assert_eq!(stdout(&yes).trim(), "yes", "{}", stderr(&yes));
+    let no = as_user(
+        &gw,
+        &alice,
+        &["-n", "team", "auth", "can-i", "create", "configmaps"],
+    );
+    assert_eq!(stdout(&no).trim(), "no");
+    assert_eq!(no.status.code(), Some(1));
+    // can-i --list (SelfSubjectRulesReview): the view rules, in the namespace.
+    let list = as_user(&gw, &alice, &["-n", "team", "auth", "can-i", "--list"]);
+    let rows = stdout(&list);
+    assert!(
+        rows.lines()
+            .any(|l| l.starts_with("configmaps ") && l.contains("[get list watch]")),
+        "{rows}{}",
+        stderr(&list)
+    );
+    assert!(
+        rows.lines()
+            .any(|l| l.contains("selfsubjectaccessreviews.authorization.k8s.io"))
+    );
+    let who = as_user(
+        &gw,
+        &alice,
+        &[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username} {.status.userInfo.groups}",
+        ],
+    );
+    assert_eq!(
+        stdout(&who),
+        r#"alice ["system:authenticated"]"#,
+        "{}",
+        stderr(&who)
+    );
+    // The administrator may do anything (system:masters).
+    assert_eq!(
+        gw.kubectl_ok(&["auth", "can-i", "delete", "namespaces"])
+            .trim(),
+        "yes"
+    );
+
+    // An edit binding: the next request may create.
+    gw.kubectl_ok(&[
+        "-n",
+        "team",
+        "create",
+        "rolebinding",
+        "alice-edit",
+        "--clusterrole=edit",
+        "--user=alice",
+    ]);
+    let created = as_user(&gw, &alice, &["-n", "team", "create", "configmap", "mine"]);
+    assert_eq!(
+        stdout(&created),
+        "configmap/mine created\n",
+        "{}",
+        stderr(&created)
+    );
+
+    // As a namespace admin alice may bind what she holds, not cluster-admin (escalation).
+    gw.kubectl_ok(&[
+        "-n",
+        "team",
+        "create",
+        "rolebinding",
+        "alice-admin",
+        "--clusterrole=admin",
+        "--user=alice",
+    ]);
+    let shared = as_user(
+        &gw,
+        &alice,
+        &[
+            "-n",
+            "team",
+            "create",
+            "rolebinding",
+            "carol-view",
+            "--clusterrole=view",
+            "--user=carol",
+        ],
+    );
+    assert!(shared.status.success(), "{}", stderr(&shared));
+    let grab = as_user(
+        &gw,
+        &alice,
+        &[
+            "-n",
+            "team",
+            "create",
+            "rolebinding",
+            "grab",
+            "--clusterrole=cluster-admin",
+            "--user=alice",
+        ],
+    );
+    assert!(!grab.status.success());
+    assert_contains(
+        &stderr(&grab),
+        &[
+            r#"rolebindings.rbac.authorization.k8s.io "grab" is forbidden: user "alice" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:"#,
+            r#"{APIGroups:["*"], Resources:["*"], Verbs:["*"]}"#,
+        ],
+    );
+}
+
+/// Groups from the token file bind like users; an unknown token is 401 (AUTH-01).
+#[test]
+fn groups_bind_and_bad_tokens_are_unauthorized() {
+    let Setup { gw, _dir } = start();
+    gw.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        "ops-view",
+        "--clusterrole=view",
+        "--group=ops",
+    ]);
+    let bob = kubeconfig_with_token(&gw, "bob", "bob-token");
+    let ns = as_user(&gw, &bob, &["get", "namespace", "default", "-o", "name"]);
+    assert_eq!(stdout(&ns), "namespace/default\n", "{}", stderr(&ns));
+
+    // Apply creates only for a user who may create (AUTH-03): bob may patch, not create.
+    gw.kubectl_ok(&[
+        "create",
+        "role",
+        "patcher",
+        "--verb=get,patch",
+        "--resource=configmaps",
+    ]);
+    gw.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "ops-patch",
+        "--role=patcher",
+        "--group=ops",
+    ]);
+    let manifest = gw.write_file(
+        "applied.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  a: \"1\"\n",
+    );
+    let manifest = manifest.to_string_lossy();
+    let apply = ["apply", "--server-side", "-f", manifest.as_ref()];
+    let refused = as_user(&gw, &bob, &apply);
+    assert_contains(
+        &stderr(&refused),
+        &[r#"Error from server (NotFound): configmaps "applied" not found"#],
+    );
+    gw.kubectl_ok(&["create", "configmap", "applied"]);
+    let applied = as_user(&gw, &bob, &apply);
+    assert_eq!(
+        stdout(&applied),
+        "configmap/applied serverside-applied\n",
+        "{}",
+        stderr(&applied)
+    );
+
+    let nobody = kubeconfig_with_token(&gw, "nobody", "wrong-token");
+    let out = as_user(&gw, &nobody, &["get", "namespaces"]);
+    assert!(!out.status.success());
+    assert_contains(
+        &stderr(&out),
+        &["error: You must be logged in to the server (Unauthorized)"],
+    );
+}
