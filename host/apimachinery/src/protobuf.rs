@@ -859,22 +859,21 @@ static CLUSTER_ROLE: Message = Message {
     ],
 };
 
+/// RoleBinding and ClusterRoleBinding have the same fields.
+const BINDING_FIELDS: &[Field] = &[
+    field(1, "metadata", Kind::Message(&OBJECT_META), Always),
+    field(2, "subjects", Kind::Messages(&SUBJECT), OmitEmpty),
+    field(3, "roleRef", Kind::Message(&ROLE_REF), Always),
+];
+
 static ROLE_BINDING: Message = Message {
     name: "RoleBinding",
-    fields: &[
-        field(1, "metadata", Kind::Message(&OBJECT_META), Always),
-        field(2, "subjects", Kind::Messages(&SUBJECT), OmitEmpty),
-        field(3, "roleRef", Kind::Message(&ROLE_REF), Always),
-    ],
+    fields: BINDING_FIELDS,
 };
 
 static CLUSTER_ROLE_BINDING: Message = Message {
     name: "ClusterRoleBinding",
-    fields: &[
-        field(1, "metadata", Kind::Message(&OBJECT_META), Always),
-        field(2, "subjects", Kind::Messages(&SUBJECT), OmitEmpty),
-        field(3, "roleRef", Kind::Message(&ROLE_REF), Always),
-    ],
+    fields: BINDING_FIELDS,
 };
 
 static POLICY_RULE: Message = Message {

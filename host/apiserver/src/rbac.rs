@@ -749,16 +749,7 @@ fn urls(paths: &[&str], verbs: &[&str]) -> Value {
 
 const READ: &[&str] = &["get", "list", "watch"];
 const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
-const READ_WRITE: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
+const READ_WRITE: &[&str] = &crate::registry::ALL_VERBS;
 
 /// One default ClusterRole: (name, labels, the `aggregate-to-<x>` label it aggregates, its
 /// own rules).
