@@ -290,6 +290,15 @@ fn groups_bind_and_bad_tokens_are_unauthorized() {
         stderr(&applied)
     );
 
+    // Impersonation needs the impersonate verb: bob has none.
+    let as_alice = as_user(&gw, &bob, &["get", "ns", "--as=alice"]);
+    assert_contains(
+        &stderr(&as_alice),
+        &[
+            r#"Error from server (Forbidden): users "alice" is forbidden: User "bob" cannot impersonate resource "users" in API group "" at the cluster scope"#,
+        ],
+    );
+
     let nobody = kubeconfig_with_token(&gw, "nobody", "wrong-token");
     let out = as_user(&gw, &nobody, &["get", "namespaces"]);
     assert!(!out.status.success());

@@ -152,7 +152,7 @@ where
         name: "system:anonymous".into(),
         groups: vec!["system:unauthenticated".into()],
     });
-    refuse_impersonation(req.headers(), &user)?;
+    let user = impersonate(inner, req.headers(), user)?;
     if let Some(name) = crate::plugins::upload::module_path(&path) {
         let verb = match *req.method() {
             Method::GET | Method::HEAD => "get",
@@ -336,31 +336,99 @@ fn decode_path(raw: &str) -> ApiResult<String> {
     }
 }
 
-/// Impersonation headers (`kubectl --as`, `--as-group`) are refused until impersonation
-/// is authorized (a later issue): running such a request as the caller would silently do
-/// something else than asked. 403, worded as kube's impersonation filter words a refusal.
-fn refuse_impersonation(headers: &HeaderMap, user: &User) -> ApiResult<()> {
-    let Some(asked) = headers
-        .keys()
-        .find(|k| k.as_str().starts_with("impersonate-"))
-    else {
-        return Ok(());
+/// Impersonation (`kubectl --as`, `--as-group`; kube's impersonation filter): the caller
+/// must be allowed the `impersonate` verb on the user (or service account), on each
+/// group and extra value, and on the uid; the request then runs as the impersonated
+/// user, whose groups are the ones asked for (else a service account's, else none), plus
+/// `system:authenticated`. Refusals are 403s worded as kube's. Extra values and the uid
+/// are authorized but not carried further (Wasmgate's users have neither).
+fn impersonate(inner: &Inner, headers: &HeaderMap, user: User) -> ApiResult<User> {
+    let values = |name: &str| -> Vec<&str> {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect()
     };
-    let target = headers
-        .get("impersonate-user")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let mut s = Status::failure(
-        403,
-        "Forbidden",
-        format!(
-            "users {target:?} is forbidden: User {:?} cannot impersonate resource \"users\" in API group \"\" at the cluster scope: impersonation ({asked}) is not supported by this server yet",
-            user.name
-        ),
-    );
-    s.details.name = target.to_owned();
-    s.details.kind = "users".into();
-    Err(s.into())
+    let target = values("impersonate-user").first().map(|s| (*s).to_owned());
+    let groups: Vec<String> = values("impersonate-group")
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let uid = values("impersonate-uid").first().map(|s| (*s).to_owned());
+    let extras: Vec<(String, String)> = headers
+        .iter()
+        .filter_map(|(k, v)| {
+            let key = k.as_str().strip_prefix("impersonate-extra-")?;
+            let key = percent_encoding::percent_decode_str(key)
+                .decode_utf8_lossy()
+                .into_owned();
+            Some((key, v.to_str().ok()?.to_owned()))
+        })
+        .collect();
+    let Some(target) = target else {
+        if groups.is_empty() && uid.is_none() && extras.is_empty() {
+            return Ok(user);
+        }
+        return Err(Status::bad_request(
+            "requested impersonation of groups, extra values or a uid without impersonating a user",
+        )
+        .into());
+    };
+    let check = |group: &str, resource: &str, sub: &str, ns: &str, name: &str| {
+        authorize(
+            inner,
+            &user,
+            "impersonate",
+            Some(rbac::ResourceAttributes {
+                group: group.into(),
+                resource: resource.into(),
+                subresource: sub.into(),
+                namespace: ns.into(),
+                name: name.into(),
+            }),
+            "",
+        )
+    };
+    let service_account = target
+        .strip_prefix("system:serviceaccount:")
+        .and_then(|rest| rest.split_once(':'))
+        .filter(|(ns, name)| !ns.is_empty() && !name.is_empty());
+    match service_account {
+        Some((ns, name)) => check("", "serviceaccounts", "", ns, name)?,
+        None => check("", "users", "", "", &target)?,
+    }
+    for g in &groups {
+        check("", "groups", "", "", g)?;
+    }
+    for (k, v) in &extras {
+        check("authentication.k8s.io", "userextras", k, "", v)?;
+    }
+    if let Some(u) = &uid {
+        check("authentication.k8s.io", "uids", "", "", u)?;
+    }
+    let mut groups = if !groups.is_empty() {
+        groups
+    } else if let Some((ns, _)) = service_account {
+        vec![
+            "system:serviceaccounts".to_owned(),
+            format!("system:serviceaccounts:{ns}"),
+        ]
+    } else {
+        Vec::new()
+    };
+    let has = |gs: &[String], g: &str| gs.iter().any(|x| x == g);
+    if target == "system:anonymous" {
+        if !has(&groups, "system:unauthenticated") {
+            groups.push("system:unauthenticated".into());
+        }
+    } else if !has(&groups, "system:authenticated") && !has(&groups, "system:unauthenticated") {
+        groups.push("system:authenticated".into());
+    }
+    Ok(User {
+        name: target,
+        groups,
+    })
 }
 
 fn insert_header(h: &mut HeaderMap, name: header::HeaderName, value: &str) {

@@ -145,9 +145,14 @@ impl Subject {
 }
 
 /// The user's groups, with `system:authenticated` for everyone but the anonymous user
-/// (kube's authenticators add it).
+/// (kube's `AuthenticatedGroupAdder`: unless it or `system:unauthenticated` is there).
 pub(crate) fn groups_of(user: &User) -> impl Iterator<Item = &str> {
-    let authenticated = (user.name != "system:anonymous").then_some("system:authenticated");
+    let authenticated = (user.name != "system:anonymous"
+        && !user
+            .groups
+            .iter()
+            .any(|g| g == "system:authenticated" || g == "system:unauthenticated"))
+    .then_some("system:authenticated");
     user.groups.iter().map(String::as_str).chain(authenticated)
 }
 
