@@ -1,7 +1,8 @@
-//! Authentication by static bearer tokens and RBAC authorization, with kubectl 1.32
-//! against the real binary (issue 12, first part): a user bound to `view` reads but
-//! cannot write (403 worded as kube-apiserver words it), `kubectl auth can-i` and
-//! `kubectl auth whoami` answer, a bad token is 401, bindings take effect at once.
+//! Authentication by static bearer tokens and ServiceAccount tokens, and RBAC
+//! authorization, with kubectl 1.32 against the real binary (issue 12, first part): a
+//! user bound to `view` reads but cannot write (403 worded as kube-apiserver words it),
+//! `kubectl auth can-i` and `kubectl auth whoami` answer, a bad token is 401, bindings
+//! take effect at once, a ServiceAccount's token stops working when it is deleted.
 //! Item ids refer to SEED-CHECKLIST.md.
 
 use std::path::{Path, PathBuf};
@@ -304,6 +305,61 @@ fn groups_bind_and_bad_tokens_are_unauthorized() {
     assert!(!out.status.success());
     assert_contains(
         &stderr(&out),
+        &["error: You must be logged in to the server (Unauthorized)"],
+    );
+}
+
+/// `kubectl create token` (TokenRequest) gives a token that authenticates as the
+/// ServiceAccount, is authorized by its bindings, and stops working when the account is
+/// deleted (AUTH-01).
+#[test]
+fn service_account_tokens_authenticate_until_the_account_goes() {
+    let Setup { gw, _dir } = start();
+    gw.kubectl_ok(&["create", "serviceaccount", "bot"]);
+    gw.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "bot-view",
+        "--clusterrole=view",
+        "--serviceaccount=default:bot",
+    ]);
+    let token = gw.kubectl_ok(&["create", "token", "bot", "--duration=1h"]);
+    let token = token.trim();
+    assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
+    let bot = kubeconfig_with_token(&gw, "bot", token);
+    let who = as_user(
+        &gw,
+        &bot,
+        &[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username} {.status.userInfo.groups}",
+        ],
+    );
+    assert_eq!(
+        stdout(&who),
+        r#"system:serviceaccount:default:bot ["system:serviceaccounts","system:serviceaccounts:default","system:authenticated"]"#,
+        "{}",
+        stderr(&who)
+    );
+    let got = as_user(&gw, &bot, &["get", "serviceaccount", "bot", "-o", "name"]);
+    assert_eq!(stdout(&got), "serviceaccount/bot\n", "{}", stderr(&got));
+    let denied = as_user(&gw, &bot, &["create", "configmap", "x"]);
+    assert_contains(
+        &stderr(&denied),
+        &[r#"User "system:serviceaccount:default:bot" cannot create resource "configmaps""#],
+    );
+    // Too short a lifetime is refused.
+    let short = gw.kubectl_err(&["create", "token", "bot", "--duration=1m"]);
+    assert_contains(&short, &["may not specify a duration less than 10 minutes"]);
+    // Deleting the account revokes the token; a new account of the same name does not
+    // bring it back (another uid).
+    gw.kubectl_ok(&["delete", "serviceaccount", "bot"]);
+    gw.kubectl_ok(&["create", "serviceaccount", "bot"]);
+    let after = as_user(&gw, &bot, &["get", "serviceaccount", "bot"]);
+    assert_contains(
+        &stderr(&after),
         &["error: You must be logged in to the server (Unauthorized)"],
     );
 }

@@ -151,6 +151,7 @@ const SUPPORTED_KINDS: &[(&str, &str)] = &[
     ("authorization.k8s.io/v1", "SubjectAccessReview"),
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"),
     ("authentication.k8s.io/v1", "SelfSubjectReview"),
+    ("authentication.k8s.io/v1", "TokenRequest"),
     ("meta.k8s.io/v1", "DeleteOptions"),
     ("v1", "DeleteOptions"),
     ("coordination.k8s.io/v1", "DeleteOptions"),
@@ -173,6 +174,7 @@ const ROOT_MESSAGES: &[&Message] = &[
     &SUBJECT_ACCESS_REVIEW,
     &SELF_SUBJECT_RULES_REVIEW,
     &SELF_SUBJECT_REVIEW,
+    &TOKEN_REQUEST,
     &DELETE_OPTIONS,
 ];
 
@@ -1049,6 +1051,38 @@ static SELF_SUBJECT_REVIEW: Message = Message {
     fields: &[field(1, "metadata", Kind::Message(&OBJECT_META), Always)],
 };
 
+static TOKEN_REQUEST: Message = Message {
+    name: "TokenRequest",
+    fields: &[
+        field(1, "metadata", Kind::Message(&OBJECT_META), Always),
+        field(2, "spec", Kind::Message(&TOKEN_REQUEST_SPEC), Always),
+    ],
+};
+
+static TOKEN_REQUEST_SPEC: Message = Message {
+    name: "TokenRequestSpec",
+    fields: &[
+        field(1, "audiences", Kind::Strings, Always),
+        field(
+            3,
+            "boundObjectRef",
+            Kind::Message(&BOUND_OBJECT_REFERENCE),
+            IfSet,
+        ),
+        field(4, "expirationSeconds", Kind::Int64, IfSet),
+    ],
+};
+
+static BOUND_OBJECT_REFERENCE: Message = Message {
+    name: "BoundObjectReference",
+    fields: &[
+        field(1, "kind", Kind::String, OmitEmpty),
+        field(2, "apiVersion", Kind::String, OmitEmpty),
+        field(3, "name", Kind::String, OmitEmpty),
+        field(4, "uid", Kind::String, OmitEmpty),
+    ],
+};
+
 // ---------------------------------------------------------------------------------------------
 // Schema-driven decoding
 // ---------------------------------------------------------------------------------------------
@@ -1361,7 +1395,7 @@ mod tests {
     #[test]
     fn enc04_schema_tables_are_consistent() {
         let messages = all_messages();
-        assert_eq!(messages.len(), 39);
+        assert_eq!(messages.len(), 42);
         for message in messages {
             for (i, a) in message.fields.iter().enumerate() {
                 assert!(a.number > 0 && u64::from(a.number) <= MAX_FIELD_NUMBER);

@@ -774,6 +774,7 @@ fn enc04_supported_kinds() {
             ("authorization.k8s.io/v1", "SubjectAccessReview"),
             ("authorization.k8s.io/v1", "SelfSubjectRulesReview"),
             ("authentication.k8s.io/v1", "SelfSubjectReview"),
+            ("authentication.k8s.io/v1", "TokenRequest"),
             ("meta.k8s.io/v1", "DeleteOptions"),
             ("v1", "DeleteOptions"),
             ("coordination.k8s.io/v1", "DeleteOptions"),

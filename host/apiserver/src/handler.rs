@@ -35,7 +35,7 @@ where
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let head = matches!(method, Method::HEAD);
-    let routed = match bearer_user(inner, req.headers(), user) {
+    let routed = match bearer_user(inner, req.headers(), user).await {
         Ok(user) => route(inner, req, user).await,
         Err(e) => Err(e),
     };
@@ -276,9 +276,14 @@ where
 }
 
 /// The user of a request without a client certificate that presents a bearer token
-/// (`Authorization: Bearer …`): the token file's user, or 401 for a token it does not
-/// have. A certificate's user wins over a token, as in kube's union authenticator.
-fn bearer_user(inner: &Inner, headers: &HeaderMap, user: Option<User>) -> ApiResult<Option<User>> {
+/// (`Authorization: Bearer …`): the token file's user, or the service account of a token
+/// the gateway signed (while the account exists with the uid it names), else 401. A
+/// certificate's user wins over a token, as in kube's union authenticator.
+async fn bearer_user(
+    inner: &Inner,
+    headers: &HeaderMap,
+    user: Option<User>,
+) -> ApiResult<Option<User>> {
     if user.is_some() {
         return Ok(user);
     }
@@ -289,9 +294,31 @@ fn bearer_user(inner: &Inner, headers: &HeaderMap, user: Option<User>) -> ApiRes
     else {
         return Ok(None);
     };
-    match inner.options.tokens.user(token) {
-        Some(u) => Ok(Some(u.clone())),
-        None => Err(Status::failure(401, "Unauthorized", "Unauthorized").into()),
+    let unauthorized = || ApiError::from(Status::failure(401, "Unauthorized", "Unauthorized"));
+    if let Some(u) = inner.options.tokens.user(token) {
+        return Ok(Some(u.clone()));
+    }
+    let (ns, name, uid) =
+        crate::sa_token::claims_of(&inner.sa_signer, token).ok_or_else(unauthorized)?;
+    let key = format!("core/serviceaccounts/{ns}/{name}");
+    let account = match inner
+        .store
+        .get(&key, wasmgate_storage::ReadAt::Latest)
+        .await
+    {
+        Ok((_, Some(v))) => crate::object::from_stored(&v.value).ok(),
+        Ok((_, None)) => None,
+        Err(e) => {
+            return Err(ApiError::internal(format!(
+                "reading the service account of a token: {e}"
+            )));
+        }
+    };
+    match account {
+        Some(a) if crate::object::meta_str(&a, "uid") == Some(uid.as_str()) => {
+            Ok(Some(crate::sa_token::user_of(&ns, &name)))
+        }
+        _ => Err(unauthorized()),
     }
 }
 

@@ -46,6 +46,7 @@ pub mod plugins;
 mod rbac;
 pub mod registry;
 mod reviews;
+pub mod sa_token;
 pub mod serve;
 mod verbs;
 mod version;
@@ -91,6 +92,9 @@ pub struct Options {
     pub plugin_cache_dir: Option<std::path::PathBuf>,
     /// Static bearer tokens (`--token-auth-file`), already read.
     pub tokens: authn_token::Tokens,
+    /// Where the key that signs ServiceAccount tokens is kept (created when missing);
+    /// `None`: a key for this process only (its tokens die with it).
+    pub service_account_key_file: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -109,6 +113,7 @@ impl Default for Options {
             plugin_dir: None,
             plugin_cache_dir: None,
             tokens: authn_token::Tokens::default(),
+            service_account_key_file: None,
         }
     }
 }
@@ -141,6 +146,8 @@ pub(crate) struct Inner {
     /// The store revision the registry's custom types reflect (the CRD controller's
     /// progress); CRD writes wait on it.
     pub(crate) crd_synced: watch::Sender<u64>,
+    /// Signs and verifies ServiceAccount tokens.
+    pub(crate) sa_signer: sa_token::Signer,
     /// The RBAC roles and bindings ([`rbac::Index`]), rebuilt on every change.
     pub(crate) rbac: watch::Sender<Arc<rbac::Index>>,
     /// Keys of the terminating CRDs whose cleanup task runs (one task each).
@@ -156,7 +163,11 @@ impl ApiServer {
     /// bootstrap namespaces, and starts the namespace controller and the compactor
     /// (needs a tokio runtime).
     pub async fn new(store: Store, options: Options) -> Result<ApiServer, ApiServerError> {
+        let sa_signer =
+            sa_token::Signer::load_or_create(options.service_account_key_file.as_deref())
+                .map_err(ApiServerError::Bootstrap)?;
         let inner = Arc::new(Inner {
+            sa_signer,
             store,
             registry: registry::Registry::new(registry::builtin_types()),
             in_flight: Semaphore::new(options.max_in_flight.max(1)),

@@ -255,6 +255,22 @@ pub fn builtin_types() -> Vec<ResourceType> {
             verbs: vec!["get", "patch", "update"],
         },
     ];
+    let mut sa = builtin(
+        "",
+        "serviceaccounts",
+        "serviceaccount",
+        "ServiceAccount",
+        &["sa"],
+        true,
+        "io.k8s.api.core.v1.ServiceAccount",
+        Builtin::ServiceAccount,
+    );
+    sa.subresources = vec![Subresource {
+        name: "token".into(),
+        kind: "TokenRequest".into(),
+        group_version: "authentication.k8s.io/v1".into(),
+        verbs: vec!["create"],
+    }];
     let mut crd = builtin(
         "apiextensions.k8s.io",
         "customresourcedefinitions",
@@ -305,16 +321,7 @@ pub fn builtin_types() -> Vec<ResourceType> {
             "io.k8s.api.core.v1.Secret",
             Builtin::Secret,
         ),
-        builtin(
-            "",
-            "serviceaccounts",
-            "serviceaccount",
-            "ServiceAccount",
-            &["sa"],
-            true,
-            "io.k8s.api.core.v1.ServiceAccount",
-            Builtin::ServiceAccount,
-        ),
+        sa,
         builtin(
             "coordination.k8s.io",
             "leases",

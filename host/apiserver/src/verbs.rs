@@ -14,6 +14,7 @@ mod list_stream;
 mod patch;
 mod printing;
 mod scale;
+mod token;
 mod update;
 mod watch;
 
@@ -70,6 +71,9 @@ pub(crate) async fn dispatch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<B
     }
     if ctx.req.subresource.as_deref() == Some("scale") {
         return scale::scale(ctx, body).await;
+    }
+    if ctx.req.subresource.as_deref() == Some("token") {
+        return token::create(ctx, body).await;
     }
     match ctx.req.verb {
         Verb::Get => get::get(ctx).await,

@@ -199,6 +199,7 @@ impl Gateway {
             }
             options.plugin_cache_dir = Some(config.data_dir.join(replica_file("plugin-cache", r)));
             options.tokens = tokens.clone();
+            options.service_account_key_file = Some(config.data_dir.join("service-account.key"));
             let server = ApiServer::new(store, options).await?;
             let pki = match &pki {
                 Some(p) => p,

@@ -1,0 +1,49 @@
+//! `POST …/serviceaccounts/NAME/token` (`TokenRequest`, `kubectl create token NAME`): a
+//! token for the account, signed by the gateway ([`crate::sa_token`]). 201 with the
+//! `TokenRequest` and its `status.token`; nothing is stored.
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use wasmgate_apimachinery::status::Status;
+use wasmgate_apimachinery::validation::FieldError;
+use wasmgate_storage::ReadAt;
+
+use super::Ctx;
+use crate::body::Body;
+use crate::error::{ApiResult, storage_error};
+
+pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
+    let name = ctx.name().to_owned();
+    let request = if body.is_empty() {
+        serde_json::json!({})
+    } else {
+        ctx.decode_body(&body)?.value
+    };
+    let target = ctx.target(&name);
+    let (_, found) = ctx
+        .inner
+        .store
+        .get(&ctx.key(&name), ReadAt::Latest)
+        .await
+        .map_err(|e| storage_error(e, target))?;
+    let found = found.ok_or_else(|| Status::not_found(target))?;
+    let sa = crate::object::from_stored(&found.value).map_err(crate::error::ApiError::internal)?;
+    let issued = crate::sa_token::issue(&ctx.inner.sa_signer, &sa, &request).map_err(|msg| {
+        Status::invalid(
+            "TokenRequest",
+            "authentication.k8s.io",
+            &name,
+            &[FieldError::invalid(
+                "spec.expirationSeconds",
+                request["spec"]["expirationSeconds"].clone(),
+                msg,
+            )],
+        )
+    })?;
+    let bytes = Bytes::from(serde_json::to_vec(&issued).unwrap_or_default());
+    Ok(crate::handler::bytes_response(
+        StatusCode::CREATED,
+        "application/json",
+        bytes,
+    ))
+}
