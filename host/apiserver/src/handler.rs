@@ -609,7 +609,17 @@ where
             }
         }
     }
-    // Watches are long-running and exempt from the in-flight limit, as upstream.
+    // Watches are long-running and exempt from the in-flight limits, as upstream. The
+    // user's share is taken first: a user past it never holds a global place.
+    let _share = if r.verb == Verb::Watch || rbac::is_master(&user) {
+        None
+    } else {
+        Some(
+            inner
+                .per_user
+                .acquire(&user.name, inner.options.max_in_flight_per_user)?,
+        )
+    };
     let _permit = if r.verb == Verb::Watch {
         None
     } else {

@@ -37,6 +37,7 @@ mod handler;
 mod health;
 mod internal;
 mod kinds;
+mod limits;
 mod metrics;
 mod namespaces;
 mod object;
@@ -75,6 +76,9 @@ pub struct Options {
     pub body_read_timeout: Duration,
     /// Most non-watch requests served at once (429 above).
     pub max_in_flight: usize,
+    /// Most of them one user may hold (429 above): a client that stalls its requests
+    /// (bodies that never finish) cannot take the whole budget from everyone else.
+    pub max_in_flight_per_user: usize,
     /// How long a `NotOlderThan` read waits for a newer revision before 504.
     pub resource_version_wait: Duration,
     /// How often compaction runs.
@@ -105,6 +109,7 @@ impl Default for Options {
             max_request_body_bytes: 3 * 1024 * 1024,
             body_read_timeout: Duration::from_secs(60),
             max_in_flight: 1000,
+            max_in_flight_per_user: 250,
             resource_version_wait: Duration::from_secs(3),
             compaction_interval: Duration::from_secs(60),
             history_retention: Duration::from_secs(300),
@@ -146,6 +151,8 @@ pub(crate) struct Inner {
     /// The store revision the registry's custom types reflect (the CRD controller's
     /// progress); CRD writes wait on it.
     pub(crate) crd_synced: watch::Sender<u64>,
+    /// In-flight requests per user (`max_in_flight_per_user`).
+    pub(crate) per_user: limits::PerUser,
     /// Signs and verifies ServiceAccount tokens.
     pub(crate) sa_signer: sa_token::Signer,
     /// The RBAC roles and bindings ([`rbac::Index`]), rebuilt on every change.
@@ -171,6 +178,7 @@ impl ApiServer {
             store,
             registry: registry::Registry::new(registry::builtin_types()),
             in_flight: Semaphore::new(options.max_in_flight.max(1)),
+            per_user: limits::PerUser::default(),
             plugins: plugins::Plugins::new(options.plugin_cache_dir.clone()),
             metrics: metrics::Metrics::new(),
             options,

@@ -157,6 +157,8 @@ pub struct Limits {
     pub max_request_body_bytes: usize,
     /// Most non-watch requests in flight (429 above).
     pub max_in_flight: usize,
+    /// Most of those one user may hold (429 above; administrators are not limited).
+    pub max_in_flight_per_user: usize,
     /// Seconds between watch bookmarks.
     pub bookmark_interval_seconds: u64,
     /// History kept for watches and continue tokens, in seconds (at least 300).
@@ -180,6 +182,7 @@ impl Default for Limits {
         Limits {
             max_request_body_bytes: 3 * 1024 * 1024,
             max_in_flight: 1000,
+            max_in_flight_per_user: 250,
             bookmark_interval_seconds: 60,
             history_retention_seconds: 300,
             compaction_interval_seconds: 60,
@@ -213,6 +216,7 @@ impl Limits {
             min_request_timeout: Duration::from_secs(self.min_request_timeout_seconds.max(1)),
             max_request_body_bytes: self.max_request_body_bytes,
             max_in_flight: self.max_in_flight,
+            max_in_flight_per_user: self.max_in_flight_per_user,
             history_retention: Duration::from_secs(self.history_retention_seconds),
             compaction_interval: Duration::from_secs(self.compaction_interval_seconds.max(1)),
             advertise_address: advertise.to_owned(),
