@@ -36,6 +36,7 @@ where
     let path = req.uri().path().to_owned();
     let head = matches!(method, Method::HEAD);
     let routed = match bearer_user(inner, req.headers(), user).await {
+        Ok(Some(user)) if inner.options.audit.is_some() => audited(inner, req, user).await,
         Ok(user) => route(inner, req, user).await,
         Err(e) => Err(e),
     };
@@ -55,6 +56,82 @@ where
         return Response::from_parts(parts, body::empty());
     }
     resp
+}
+
+/// [`route`] with an audit event written when the response is complete (the request
+/// body read first when the level logs it, the response body when it logs that and the
+/// response is one object, not a list or a watch).
+async fn audited<B>(inner: &Arc<Inner>, req: Request<B>, user: User) -> ApiResult<Response<Body>>
+where
+    B: http_body::Body<Data = Bytes> + Send + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    use crate::audit::{self, Level};
+    let Some(log) = inner.options.audit.clone() else {
+        return route(inner, req, Some(user)).await;
+    };
+    let received = time::OffsetDateTime::now_utc();
+    let uri = req.uri().to_string();
+    let path = decode_path(req.uri().path()).unwrap_or_else(|_| req.uri().path().to_owned());
+    let watch = Query::parse(req.uri().query())
+        .bool("watch")
+        .ok()
+        .flatten()
+        .unwrap_or(false);
+    let info = request_info::parse(req.method(), &path, watch).ok();
+    let verb = match &info {
+        Some(RequestInfo::Resource(r)) => r.verb.as_str().to_owned(),
+        _ => req.method().as_str().to_ascii_lowercase(),
+    };
+    let user_agent = header_str(req.headers(), header::USER_AGENT).map(str::to_owned);
+    let record = audit::Request {
+        user: &user,
+        verb,
+        path: &path,
+        uri: &uri,
+        user_agent: user_agent.as_deref(),
+        info,
+        received,
+    };
+    let level = log.level(&record);
+    let has_body = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH);
+    let (result, request_object) = if level >= Level::Request && has_body {
+        let (parts, body) = req.into_parts();
+        let limit = inner.options.max_request_body_bytes;
+        match within_body_timeout(inner, read_body(body, limit)).await {
+            Ok(bytes) => {
+                let object = audit::object_of(&bytes);
+                let req = Request::from_parts(parts, http_body_util::Full::new(bytes));
+                (route(inner, req, Some(user.clone())).await, object)
+            }
+            Err(e) => (Err(e), None),
+        }
+    } else {
+        (route(inner, req, Some(user.clone())).await, None)
+    };
+    let one_object = !matches!(record.verb.as_str(), "list" | "watch");
+    let (result, response_object) = match result {
+        Ok(resp) if level == Level::RequestResponse && one_object => {
+            let (parts, body) = resp.into_parts();
+            let bytes = http_body_util::BodyExt::collect(body)
+                .await
+                .map(|c| c.to_bytes())
+                .unwrap_or_default();
+            let object = audit::object_of(&bytes);
+            (Ok(Response::from_parts(parts, body::full(bytes))), object)
+        }
+        Err(e) if level == Level::RequestResponse => {
+            let status = serde_json::to_value(&*e.status).ok();
+            (Err(e), status)
+        }
+        other => (other, None),
+    };
+    let code = match &result {
+        Ok(r) => r.status().as_u16(),
+        Err(e) => e.status.code,
+    };
+    log.write(&record, level, code, request_object, response_object);
+    result
 }
 
 /// A Status as a response.

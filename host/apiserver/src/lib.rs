@@ -21,6 +21,7 @@
 //! when `timeoutSeconds` passes, or at shutdown, always with a clean end of stream.
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod authn_token;
 pub mod authn_x509;
 mod body;
@@ -96,6 +97,8 @@ pub struct Options {
     pub plugin_cache_dir: Option<std::path::PathBuf>,
     /// Static bearer tokens (`--token-auth-file`), already read.
     pub tokens: authn_token::Tokens,
+    /// The audit log, when one is kept.
+    pub audit: Option<Arc<audit::Log>>,
     /// Where the key that signs ServiceAccount tokens is kept (created when missing);
     /// `None`: a key for this process only (its tokens die with it).
     pub service_account_key_file: Option<std::path::PathBuf>,
@@ -119,6 +122,7 @@ impl Default for Options {
             plugin_cache_dir: None,
             tokens: authn_token::Tokens::default(),
             service_account_key_file: None,
+            audit: None,
         }
     }
 }

@@ -38,6 +38,10 @@ pub struct Config {
     /// Static bearer tokens: a CSV file of `token,user,uid[,"group1,group2"]` lines
     /// (kube-apiserver's `--token-auth-file`).
     pub token_auth_file: Option<PathBuf>,
+    /// Where audit events go (`audit.k8s.io/v1` Event JSON lines); none: no audit log.
+    pub audit_log_path: Option<PathBuf>,
+    /// The audit policy (`audit.k8s.io/v1` Policy); none: every request at `Metadata`.
+    pub audit_policy_file: Option<PathBuf>,
     /// Protocol tuning.
     pub limits: Limits,
 }
@@ -56,6 +60,8 @@ impl Default for Config {
             replicas: 1,
             plugin_dir: None,
             token_auth_file: None,
+            audit_log_path: None,
+            audit_policy_file: None,
             limits: Limits::default(),
         }
     }

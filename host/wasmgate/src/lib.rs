@@ -177,6 +177,23 @@ impl Gateway {
             }
             None => wasmgate_apiserver::authn_token::Tokens::default(),
         };
+        let audit = match &config.audit_log_path {
+            Some(path) => {
+                let policy = match &config.audit_policy_file {
+                    Some(f) => {
+                        let text = std::fs::read_to_string(f)
+                            .with_context(|| format!("reading the audit policy {}", f.display()))?;
+                        wasmgate_apiserver::audit::Policy::parse(&text)
+                            .map_err(|e| anyhow::anyhow!("audit policy {}: {e}", f.display()))?
+                    }
+                    None => wasmgate_apiserver::audit::Policy::default(),
+                };
+                let log = wasmgate_apiserver::audit::Log::open(path, policy)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+                Some(std::sync::Arc::new(log))
+            }
+            None => None,
+        };
         for r in 0..replicas {
             let store = Store::open(engine.clone(), store_options.clone())
                 .await
@@ -199,6 +216,7 @@ impl Gateway {
             }
             options.plugin_cache_dir = Some(config.data_dir.join(replica_file("plugin-cache", r)));
             options.tokens = tokens.clone();
+            options.audit = audit.clone();
             options.service_account_key_file = Some(config.data_dir.join("service-account.key"));
             let server = ApiServer::new(store, options).await?;
             let pki = match &pki {

@@ -92,6 +92,12 @@ struct ServeArgs {
     /// kube-apiserver's flag of the same name
     #[arg(long, env = "WASMGATE_TOKEN_AUTH_FILE", value_name = "FILE")]
     token_auth_file: Option<PathBuf>,
+    /// Audit log: `audit.k8s.io/v1` Event JSON lines appended to this file
+    #[arg(long, env = "WASMGATE_AUDIT_LOG_PATH", value_name = "FILE")]
+    audit_log_path: Option<PathBuf>,
+    /// Audit policy (`audit.k8s.io/v1` Policy, YAML) [default: every request at Metadata]
+    #[arg(long, env = "WASMGATE_AUDIT_POLICY_FILE", value_name = "FILE")]
+    audit_policy_file: Option<PathBuf>,
     /// Log filter (tracing EnvFilter syntax) [default: info, or RUST_LOG]
     #[arg(long, env = "WASMGATE_LOG", value_name = "FILTER")]
     log: Option<String>,
@@ -164,6 +170,12 @@ fn effective_config(args: &ServeArgs) -> anyhow::Result<Config> {
     }
     if let Some(f) = &args.token_auth_file {
         c.token_auth_file = Some(f.clone());
+    }
+    if let Some(f) = &args.audit_log_path {
+        c.audit_log_path = Some(f.clone());
+    }
+    if let Some(f) = &args.audit_policy_file {
+        c.audit_policy_file = Some(f.clone());
     }
     match &args.plugin_dir {
         Some(d) if d.as_os_str() == "none" => c.plugin_dir = None,

@@ -1,0 +1,380 @@
+//! Audit logging (issue 12): one `audit.k8s.io/v1` `Event` JSON line per request, at
+//! stage `ResponseComplete`, to a file, at the level the policy's first matching rule
+//! gives (`None`, `Metadata`, `Request`, `RequestResponse`; no policy: `Metadata` for
+//! everything). Secret values are never logged: requests for `secrets` and for
+//! `serviceaccounts/token` are logged at `Metadata` at most, whatever the policy says.
+//!
+//! Partial: only the `ResponseComplete` stage (no `RequestReceived`, `ResponseStarted`,
+//! `Panic`), no `sourceIPs`, no webhook backend; response bodies of lists and watches are
+//! not logged (`RequestResponse` logs the request object for them).
+
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::Mutex;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use wasmgate_apimachinery::request_info::RequestInfo;
+
+use crate::User;
+
+/// How much of a request is logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+pub enum Level {
+    /// Nothing.
+    None,
+    /// Who, what, when, the outcome.
+    Metadata,
+    /// And the request object.
+    Request,
+    /// And the response object.
+    RequestResponse,
+}
+
+impl Level {
+    fn as_str(self) -> &'static str {
+        match self {
+            Level::None => "None",
+            Level::Metadata => "Metadata",
+            Level::Request => "Request",
+            Level::RequestResponse => "RequestResponse",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct GroupResources {
+    group: String,
+    resources: Vec<String>,
+    resource_names: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Rule {
+    level: Level,
+    #[serde(default)]
+    users: Vec<String>,
+    #[serde(default)]
+    user_groups: Vec<String>,
+    #[serde(default)]
+    verbs: Vec<String>,
+    #[serde(default)]
+    resources: Vec<GroupResources>,
+    #[serde(default)]
+    namespaces: Vec<String>,
+    #[serde(default, rename = "nonResourceURLs")]
+    non_resource_urls: Vec<String>,
+    #[serde(default)]
+    omit_stages: Vec<String>,
+}
+
+/// An audit policy (`audit.k8s.io/v1` `Policy`): rules, first match wins.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Policy {
+    #[serde(default)]
+    rules: Vec<Rule>,
+    #[serde(default)]
+    omit_stages: Vec<String>,
+}
+
+impl Policy {
+    /// Reads a policy document (YAML or JSON).
+    pub fn parse(text: &str) -> Result<Policy, String> {
+        let v = wasmgate_apimachinery::json::from_yaml(text.as_bytes())
+            .map_err(|e| e.to_string())?
+            .value;
+        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+        if kind != "Policy" {
+            return Err(format!("expected kind Policy, got {kind:?}"));
+        }
+        serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+
+    /// The level of a request.
+    fn level(&self, r: &Request<'_>) -> Level {
+        if self.omit_stages.iter().any(|s| s == "ResponseComplete") {
+            return Level::None;
+        }
+        if self.rules.is_empty() {
+            return Level::Metadata;
+        }
+        for rule in &self.rules {
+            if rule.matches(r) {
+                if rule.omit_stages.iter().any(|s| s == "ResponseComplete") {
+                    return Level::None;
+                }
+                return rule.level;
+            }
+        }
+        Level::None
+    }
+}
+
+impl Rule {
+    fn matches(&self, r: &Request<'_>) -> bool {
+        let any = |list: &[String], v: &str| list.is_empty() || list.iter().any(|x| x == v);
+        if !any(&self.users, &r.user.name) || !any(&self.verbs, &r.verb) {
+            return false;
+        }
+        if !self.user_groups.is_empty()
+            && !r.user.groups.iter().any(|g| self.user_groups.contains(g))
+        {
+            return false;
+        }
+        match &r.info {
+            Some(RequestInfo::Resource(res)) => {
+                if !self.non_resource_urls.is_empty() && self.resources.is_empty() {
+                    return false;
+                }
+                let ns = res.namespace.as_deref().unwrap_or("");
+                if !self.namespaces.is_empty() && !self.namespaces.iter().any(|n| n == ns) {
+                    return false;
+                }
+                let combined = match &res.subresource {
+                    Some(s) => format!("{}/{s}", res.resource),
+                    None => res.resource.clone(),
+                };
+                self.resources.is_empty()
+                    || self.resources.iter().any(|g| {
+                        g.group == res.group
+                            && (g.resources.is_empty()
+                                || g.resources.iter().any(|x| {
+                                    *x == combined
+                                        || x == "*"
+                                        || x.strip_prefix("*/") == res.subresource.as_deref()
+                                        || x.strip_suffix("/*") == Some(res.resource.as_str())
+                                }))
+                            && (g.resource_names.is_empty()
+                                || res
+                                    .name
+                                    .as_ref()
+                                    .is_some_and(|n| g.resource_names.contains(n)))
+                    })
+            }
+            _ => {
+                if !self.resources.is_empty() || !self.namespaces.is_empty() {
+                    return false;
+                }
+                self.non_resource_urls.is_empty()
+                    || self.non_resource_urls.iter().any(|u| {
+                        u == r.path || u.strip_suffix('*').is_some_and(|p| r.path.starts_with(p))
+                    })
+            }
+        }
+    }
+}
+
+/// What the log knows of a request.
+pub(crate) struct Request<'a> {
+    pub(crate) user: &'a User,
+    pub(crate) verb: String,
+    pub(crate) path: &'a str,
+    pub(crate) uri: &'a str,
+    pub(crate) user_agent: Option<&'a str>,
+    pub(crate) info: Option<RequestInfo>,
+    pub(crate) received: time::OffsetDateTime,
+}
+
+/// The audit log: a policy and the file the events go to.
+#[derive(Debug)]
+pub struct Log {
+    policy: Policy,
+    file: Mutex<std::fs::File>,
+}
+
+impl Log {
+    /// Opens (appends to, creating with mode 0600) the log at `path`.
+    pub fn open(path: &Path, policy: Policy) -> Result<Log, String> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| format!("opening the audit log {}: {e}", path.display()))?;
+        Ok(Log {
+            policy,
+            file: Mutex::new(file),
+        })
+    }
+
+    /// The level of a request, with secrets capped at `Metadata`.
+    pub(crate) fn level(&self, r: &Request<'_>) -> Level {
+        let level = self.policy.level(r);
+        let secret = matches!(&r.info, Some(RequestInfo::Resource(res))
+            if (res.group.is_empty() && res.resource == "secrets")
+                || res.subresource.as_deref() == Some("token"));
+        if secret {
+            level.min(Level::Metadata)
+        } else {
+            level
+        }
+    }
+
+    /// Writes one event.
+    pub(crate) fn write(
+        &self,
+        r: &Request<'_>,
+        level: Level,
+        code: u16,
+        request_object: Option<Value>,
+        response_object: Option<Value>,
+    ) {
+        if level == Level::None {
+            return;
+        }
+        let fmt = |t: time::OffsetDateTime| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default()
+        };
+        let mut event = json!({
+            "kind": "Event",
+            "apiVersion": "audit.k8s.io/v1",
+            "level": level.as_str(),
+            "auditID": crate::object::new_uid(),
+            "stage": "ResponseComplete",
+            "requestURI": r.uri,
+            "verb": r.verb,
+            "user": {"username": r.user.name, "groups": crate::rbac::groups_of(r.user).collect::<Vec<_>>()},
+            "sourceIPs": [],
+            "responseStatus": {"metadata": {}, "code": code},
+            "requestReceivedTimestamp": fmt(r.received),
+            "stageTimestamp": fmt(time::OffsetDateTime::now_utc()),
+        });
+        if let Some(ua) = r.user_agent {
+            event["userAgent"] = json!(ua);
+        }
+        if let Some(RequestInfo::Resource(res)) = &r.info {
+            let mut o = json!({"resource": res.resource, "apiVersion": res.version});
+            if !res.group.is_empty() {
+                o["apiGroup"] = json!(res.group);
+            }
+            if let Some(ns) = &res.namespace {
+                o["namespace"] = json!(ns);
+            }
+            if let Some(n) = &res.name {
+                o["name"] = json!(n);
+            }
+            if let Some(s) = &res.subresource {
+                o["subresource"] = json!(s);
+            }
+            event["objectRef"] = o;
+        }
+        if level >= Level::Request
+            && let Some(o) = request_object
+        {
+            event["requestObject"] = o;
+        }
+        if level == Level::RequestResponse
+            && let Some(o) = response_object
+        {
+            event["responseObject"] = o;
+        }
+        let mut line = event.to_string();
+        line.push('\n');
+        let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = f.write_all(line.as_bytes()) {
+            tracing::warn!(error = %e, "writing the audit log");
+        }
+    }
+}
+
+/// A request or response body as the log shows it: the JSON (or YAML, or Protobuf) object.
+pub(crate) fn object_of(body: &[u8]) -> Option<Value> {
+    if body.is_empty() {
+        return None;
+    }
+    if body.starts_with(&wasmgate_apimachinery::protobuf::MAGIC) {
+        return wasmgate_apimachinery::protobuf::decode(body).ok();
+    }
+    serde_json::from_slice(body).ok().or_else(|| {
+        wasmgate_apimachinery::json::from_yaml(body)
+            .ok()
+            .map(|d| d.value)
+            .filter(Value::is_object)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+    use super::*;
+    use http::Method;
+
+    fn req<'a>(user: &'a User, method: Method, path: &'a str) -> Request<'a> {
+        let info = wasmgate_apimachinery::request_info::parse(&method, path, false).ok();
+        let verb = match &info {
+            Some(RequestInfo::Resource(r)) => r.verb.as_str().to_owned(),
+            _ => method.as_str().to_ascii_lowercase(),
+        };
+        Request {
+            user,
+            verb,
+            path,
+            uri: path,
+            user_agent: None,
+            info,
+            received: time::OffsetDateTime::now_utc(),
+        }
+    }
+
+    /// Policy rules: first match wins, by user, verb, resource and URL; secrets never
+    /// above Metadata; no rules: Metadata.
+    #[test]
+    fn policy_levels() {
+        let policy = Policy::parse(
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n\
+             - level: None\n  users: [quiet]\n\
+             - level: RequestResponse\n  resources: [{group: \"\", resources: [configmaps, secrets]}]\n\
+             - level: Request\n  verbs: [create]\n\
+             - level: Metadata\n  nonResourceURLs: [/api*]\n",
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::open(&dir.path().join("audit.log"), policy).unwrap();
+        let alice = User {
+            name: "alice".into(),
+            groups: vec![],
+        };
+        let quiet = User {
+            name: "quiet".into(),
+            groups: vec![],
+        };
+        let cm = "/api/v1/namespaces/d/configmaps/x";
+        let secret = "/api/v1/namespaces/d/secrets/x";
+        assert_eq!(
+            log.level(&req(&alice, Method::GET, cm)),
+            Level::RequestResponse
+        );
+        assert_eq!(log.level(&req(&quiet, Method::GET, cm)), Level::None);
+        assert_eq!(
+            log.level(&req(&alice, Method::GET, secret)),
+            Level::Metadata
+        );
+        assert_eq!(
+            log.level(&req(
+                &alice,
+                Method::POST,
+                "/apis/coordination.k8s.io/v1/namespaces/d/leases"
+            )),
+            Level::Request
+        );
+        assert_eq!(
+            log.level(&req(&alice, Method::GET, "/apis")),
+            Level::Metadata
+        );
+        assert_eq!(
+            log.level(&req(&alice, Method::GET, "/version")),
+            Level::None
+        );
+        let all = Log::open(&dir.path().join("all.log"), Policy::default()).unwrap();
+        assert_eq!(
+            all.level(&req(&alice, Method::GET, "/version")),
+            Level::Metadata
+        );
+        assert!(Policy::parse("kind: Other").is_err());
+    }
+}
