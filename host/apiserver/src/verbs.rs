@@ -135,6 +135,18 @@ impl Ctx {
         self.rt.key(self.namespace(), name)
     }
 
+    /// The stored object `name` at the latest revision, or 404.
+    pub(crate) async fn read_latest(&self, name: &str) -> ApiResult<wasmgate_storage::Versioned> {
+        let target = self.target(name);
+        let (_, found) = self
+            .inner
+            .store
+            .get(&self.key(name), ReadAt::Latest)
+            .await
+            .map_err(|e| storage_error(e, target))?;
+        found.ok_or_else(|| ApiError::from(Status::not_found(target)))
+    }
+
     pub(crate) fn api_version(&self) -> String {
         self.rt.group_version(&self.req.version)
     }

@@ -3,15 +3,13 @@
 use http::{Response, StatusCode};
 use wasmgate_apimachinery::options::parse_resource_version;
 use wasmgate_apimachinery::status::Status;
-use wasmgate_storage::ReadAt;
 
 use super::Ctx;
 use crate::body::Body;
-use crate::error::{ApiError, ApiResult, storage_error};
+use crate::error::ApiResult;
 
 pub(super) async fn get(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     let name = ctx.name().to_owned();
-    let target = ctx.target(&name);
     if let Some(rv) = ctx
         .query
         .get("resourceVersion")
@@ -20,13 +18,7 @@ pub(super) async fn get(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         let rev = parse_resource_version(rv).map_err(|e| Status::bad_request(e.0))?;
         wait_for_revision(ctx, rev).await?;
     }
-    let (_, found) = ctx
-        .inner
-        .store
-        .get(&ctx.key(&name), ReadAt::Latest)
-        .await
-        .map_err(|e| storage_error(e, target))?;
-    let found = found.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
+    let found = ctx.read_latest(&name).await?;
     let out = ctx.present(found.value).await?;
     ctx.respond_object(StatusCode::OK, out).await
 }

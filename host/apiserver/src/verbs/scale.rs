@@ -10,12 +10,11 @@ use wasmgate_apimachinery::media::{self, Output, PatchType};
 use wasmgate_apimachinery::options::WriteOptions;
 use wasmgate_apimachinery::request_info::Verb;
 use wasmgate_apimachinery::status::Status;
-use wasmgate_storage::ReadAt;
 
 use super::{Ctx, encode_json};
 use crate::body::Body;
 use crate::custom::{ScaleSpec, scale_of};
-use crate::error::{ApiError, ApiResult, storage_error};
+use crate::error::{ApiError, ApiResult};
 use crate::handler::bytes_response as response;
 use crate::handler::header_str;
 use crate::object::meta_str;
@@ -29,14 +28,7 @@ pub(super) async fn scale(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
     let ctx_limit = ctx.inner.options.max_request_body_bytes;
     let scale = match ctx.req.verb {
         Verb::Get => {
-            let target = ctx.target(&name);
-            let (_, found) = ctx
-                .inner
-                .store
-                .get(&ctx.key(&name), ReadAt::Latest)
-                .await
-                .map_err(|e| storage_error(e, target))?;
-            let found = found.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
+            let found = ctx.read_latest(&name).await?;
             scale_of(&spec, &*ctx.present(found.value).await?.value()?)
         }
         Verb::Update => {

@@ -6,11 +6,10 @@ use bytes::Bytes;
 use http::{Response, StatusCode};
 use wasmgate_apimachinery::status::Status;
 use wasmgate_apimachinery::validation::FieldError;
-use wasmgate_storage::ReadAt;
 
 use super::Ctx;
 use crate::body::Body;
-use crate::error::{ApiResult, storage_error};
+use crate::error::ApiResult;
 
 pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
     let name = ctx.name().to_owned();
@@ -19,14 +18,7 @@ pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
     } else {
         ctx.decode_body(&body)?.value
     };
-    let target = ctx.target(&name);
-    let (_, found) = ctx
-        .inner
-        .store
-        .get(&ctx.key(&name), ReadAt::Latest)
-        .await
-        .map_err(|e| storage_error(e, target))?;
-    let found = found.ok_or_else(|| Status::not_found(target))?;
+    let found = ctx.read_latest(&name).await?;
     let sa = crate::object::from_stored(&found.value).map_err(crate::error::ApiError::internal)?;
     let issued = crate::sa_token::issue(&ctx.inner.sa_signer, &sa, &request).map_err(|msg| {
         Status::invalid(
