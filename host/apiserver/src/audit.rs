@@ -120,7 +120,7 @@ impl Rule {
             return false;
         }
         if !self.user_groups.is_empty()
-            && !r.user.groups.iter().any(|g| self.user_groups.contains(g))
+            && !crate::rbac::groups_of(r.user).any(|g| self.user_groups.iter().any(|x| x == g))
         {
             return false;
         }

@@ -454,7 +454,10 @@ fn impersonate(inner: &Inner, headers: &HeaderMap, user: User) -> ApiResult<User
             .filter_map(|v| v.to_str().ok())
             .collect()
     };
-    let target = values("impersonate-user").first().map(|s| (*s).to_owned());
+    let target = values("impersonate-user")
+        .first()
+        .filter(|s| !s.is_empty())
+        .map(|s| (*s).to_owned());
     let groups: Vec<String> = values("impersonate-group")
         .into_iter()
         .map(str::to_owned)
@@ -497,7 +500,7 @@ fn impersonate(inner: &Inner, headers: &HeaderMap, user: User) -> ApiResult<User
     let service_account = target
         .strip_prefix("system:serviceaccount:")
         .and_then(|rest| rest.split_once(':'))
-        .filter(|(ns, name)| !ns.is_empty() && !name.is_empty());
+        .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains(':'));
     match service_account {
         Some((ns, name)) => check("", "serviceaccounts", "", ns, name)?,
         None => check("", "users", "", "", &target)?,

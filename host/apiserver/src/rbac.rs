@@ -127,10 +127,10 @@ impl PolicyRule {
 impl Subject {
     /// Whether the subject names `user` (`binding_ns`: the RoleBinding's namespace, the
     /// default of a ServiceAccount subject's).
-    fn applies_to(&self, user: &User, binding_ns: &str) -> bool {
+    fn applies_to(&self, user: &Who<'_>, binding_ns: &str) -> bool {
         match self.kind.as_str() {
             "User" => self.name == user.name,
-            "Group" => groups_of(user).any(|g| g == self.name),
+            "Group" => user.groups.iter().any(|g| *g == self.name),
             "ServiceAccount" => {
                 let ns = if self.namespace.is_empty() {
                     binding_ns
@@ -140,6 +140,30 @@ impl Subject {
                 !ns.is_empty() && user.name == format!("system:serviceaccount:{ns}:{}", self.name)
             }
             _ => false,
+        }
+    }
+}
+
+/// A user as bindings see it: the name and every group.
+pub(crate) struct Who<'a> {
+    name: &'a str,
+    groups: Vec<&'a str>,
+}
+
+impl<'a> Who<'a> {
+    /// An authenticated user (`system:authenticated` added, as kube's authenticators do).
+    pub(crate) fn of(user: &'a User) -> Who<'a> {
+        Who {
+            name: &user.name,
+            groups: groups_of(user).collect(),
+        }
+    }
+
+    /// A `SubjectAccessReview`'s subject: the groups exactly as given.
+    pub(crate) fn literal(user: &'a User) -> Who<'a> {
+        Who {
+            name: &user.name,
+            groups: user.groups.iter().map(String::as_str).collect(),
         }
     }
 }
@@ -225,6 +249,10 @@ impl Index {
         user: &'a User,
         namespace: &'a str,
     ) -> Vec<&'a PolicyRule> {
+        self.rules_of_subject(&Who::of(user), namespace)
+    }
+
+    fn rules_of_subject<'a>(&'a self, user: &Who<'_>, namespace: &'a str) -> Vec<&'a PolicyRule> {
         let cluster = self
             .cluster_bindings
             .iter()
@@ -242,11 +270,16 @@ impl Index {
 
     /// Whether the request is allowed.
     pub(crate) fn allows(&self, a: &Attributes<'_>) -> bool {
-        if is_master(a.user) {
+        self.allows_subject(a, &Who::of(a.user))
+    }
+
+    /// [`Index::allows`] for `who` (a `SubjectAccessReview`'s literal subject).
+    pub(crate) fn allows_subject(&self, a: &Attributes<'_>, who: &Who<'_>) -> bool {
+        if who.groups.contains(&MASTERS) {
             return true;
         }
         let ns = a.resource.as_ref().map_or("", |r| r.namespace.as_str());
-        self.rules_for(a.user, ns).iter().any(|r| r.allows(a))
+        self.rules_of_subject(who, ns).iter().any(|r| r.allows(a))
     }
 }
 
@@ -450,9 +483,18 @@ pub(crate) fn confirm_no_escalation(
     user: &User,
     rt_resource: &str,
     namespace: &str,
+    request_name: &str,
     obj: &Value,
+    old: Option<&Value>,
 ) -> Result<(), crate::error::ApiError> {
     if is_master(user) {
+        return Ok(());
+    }
+    // An update that grants nothing new (the same rules, aggregation, role and subjects:
+    // labels, finalizers, owner references — the garbage collector's edits) is not checked.
+    let grants =
+        |o: &Value| ["rules", "aggregationRule", "roleRef", "subjects"].map(|f| o.get(f).cloned());
+    if old.is_some_and(|old| grants(old) == grants(obj)) {
         return Ok(());
     }
     let name = crate::object::meta_str(obj, "name")
@@ -468,7 +510,8 @@ pub(crate) fn confirm_no_escalation(
         };
         ("bind", res, r.name)
     } else {
-        ("escalate", rt_resource, name.clone())
+        // The request's name: empty on a create, as kube authorizes it.
+        ("escalate", rt_resource, request_name.to_owned())
     };
     let permitted = Attributes {
         user,
@@ -484,6 +527,26 @@ pub(crate) fn confirm_no_escalation(
     };
     if index.allows(&permitted) {
         return Ok(());
+    }
+    // An aggregated ClusterRole grants whatever its selectors will match: only a writer who
+    // may do everything may set, change or remove one.
+    let aggregated = |o: &Value| o.get("aggregationRule").is_some_and(|a| !a.is_null());
+    if rt_resource == "clusterroles" && (aggregated(obj) || old.is_some_and(aggregated)) {
+        let owner = index.rules_for(user, "");
+        let everything = [
+            Atom::Resource("*".into(), "*".into(), String::new(), "*".into()),
+            Atom::Url("*".into(), "*".into()),
+        ];
+        if !everything.iter().all(|a| owner.iter().any(|o| o.covers(a))) {
+            let msg = format!(
+                "clusterroles.{GROUP} {name:?} is forbidden: must have cluster-admin privileges to use the aggregationRule"
+            );
+            let mut st = wasmgate_apimachinery::status::Status::failure(403, "Forbidden", msg);
+            st.details.name = name;
+            st.details.group = GROUP.into();
+            st.details.kind = rt_resource.into();
+            return Err(st.into());
+        }
     }
     let granted: Vec<PolicyRule> = if binding {
         let r: RoleRef = serde_json::from_value(obj["roleRef"].clone()).unwrap_or_default();
@@ -1249,32 +1312,76 @@ mod tests {
         let alice = user("alice", &[]);
         let role = |rules: Value| json!({"kind":"Role","metadata":{"name":"r","namespace":"a"},"rules": rules});
         let mine = role(json!([{"apiGroups":[""],"resources":["configmaps"],"verbs":["create"]}]));
-        assert!(confirm_no_escalation(&ix, &alice, "roles", "a", &mine).is_ok());
+        assert!(confirm_no_escalation(&ix, &alice, "roles", "a", "", &mine, None).is_ok());
         let more = role(
             json!([{"apiGroups":[""],"resources":["configmaps","secrets"],"verbs":["create","delete"]}]),
         );
-        let err = confirm_no_escalation(&ix, &alice, "roles", "a", &more).unwrap_err();
+        let err = confirm_no_escalation(&ix, &alice, "roles", "a", "", &more, None).unwrap_err();
         assert_eq!(err.status.code, 403);
         assert_eq!(
             err.status.message,
             "roles.rbac.authorization.k8s.io \"r\" is forbidden: user \"alice\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"configmaps\"], Verbs:[\"delete\"]}\n{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"create\" \"delete\"]}"
         );
         let root = user("root", &[MASTERS]);
-        assert!(confirm_no_escalation(&ix, &root, "roles", "a", &more).is_ok());
+        assert!(confirm_no_escalation(&ix, &root, "roles", "a", "", &more, None).is_ok());
         let binding = |role: &str| {
             json!({"kind":"RoleBinding","metadata":{"name":"b","namespace":"a"},
             "roleRef":{"apiGroup":GROUP,"kind":"ClusterRole","name":role}})
         };
         assert!(
-            confirm_no_escalation(&ix, &alice, "rolebindings", "a", &binding("status")).is_err()
+            confirm_no_escalation(
+                &ix,
+                &alice,
+                "rolebindings",
+                "a",
+                "",
+                &binding("status"),
+                None
+            )
+            .is_err()
         );
         let missing =
-            confirm_no_escalation(&ix, &alice, "rolebindings", "a", &binding("nope")).unwrap_err();
+            confirm_no_escalation(&ix, &alice, "rolebindings", "a", "", &binding("nope"), None)
+                .unwrap_err();
         assert_eq!(missing.status.code, 404);
+        // An update that grants nothing new (the garbage collector dropping a finalizer).
+        let mut held = more.clone();
+        held["metadata"]["finalizers"] = json!(["x"]);
+        assert!(confirm_no_escalation(&ix, &alice, "roles", "a", "r", &more, Some(&held)).is_ok());
+        // Aggregation needs every permission.
+        let agg = json!({"kind":"ClusterRole","metadata":{"name":"grab"},
+            "aggregationRule":{"clusterRoleSelectors":[{}]}});
+        let err =
+            confirm_no_escalation(&ix, &alice, "clusterroles", "", "", &agg, None).unwrap_err();
+        assert!(
+            err.status
+                .message
+                .ends_with("must have cluster-admin privileges to use the aggregationRule")
+        );
         // The writer's own Role bound again: held.
         let own = json!({"kind":"RoleBinding","metadata":{"name":"b","namespace":"a"},
             "roleRef":{"apiGroup":GROUP,"kind":"Role","name":"writer"}});
-        assert!(confirm_no_escalation(&ix, &alice, "rolebindings", "a", &own).is_ok());
+        assert!(confirm_no_escalation(&ix, &alice, "rolebindings", "a", "", &own, None).is_ok());
+    }
+
+    /// A SubjectAccessReview's subject has exactly its groups; a request's user also has
+    /// `system:authenticated` (AUTH-02).
+    #[test]
+    fn review_subjects_are_literal() {
+        let ix = Index::build(
+            1,
+            vec![
+                json!({"kind":"ClusterRole","metadata":{"name":"r"},
+                    "rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["get"]}]}),
+                json!({"kind":"ClusterRoleBinding","metadata":{"name":"b"},
+                    "roleRef":{"kind":"ClusterRole","name":"r"},
+                    "subjects":[{"kind":"Group","name":"system:authenticated"}]}),
+            ],
+        );
+        let bob = user("bob", &[]);
+        let a = res(&bob, "get", "", "configmaps", "", "x", "c");
+        assert!(ix.allows(&a));
+        assert!(!ix.allows_subject(&a, &Who::literal(&bob)));
     }
 
     /// kube's 403 wording (`responsewriters.Forbidden`).

@@ -71,7 +71,7 @@ pub(crate) fn handle(
             "username": user.name,
             "groups": rbac::groups_of(user).collect::<Vec<_>>(),
         }}),
-        "SelfSubjectAccessReview" => access(&index, user, &review["spec"])?,
+        "SelfSubjectAccessReview" => access(&index, user, &review["spec"], false)?,
         "SubjectAccessReview" => {
             let spec = &review["spec"];
             let subject = User {
@@ -98,7 +98,7 @@ pub(crate) fn handle(
                     "at least one of user or group must be specified",
                 ));
             }
-            access(&index, &subject, spec)?
+            access(&index, &subject, spec, true)?
         }
         _ => {
             let ns = review["spec"]["namespace"]
@@ -136,7 +136,8 @@ fn invalid(kind: &str, field: &str, msg: &str) -> crate::error::ApiError {
 }
 
 /// `status` of an access review: whether `user` may do what `spec` describes.
-fn access(index: &rbac::Index, user: &User, spec: &Value) -> ApiResult<Value> {
+/// `literal`: the subject's groups are exactly the review's (a `SubjectAccessReview`).
+fn access(index: &rbac::Index, user: &User, spec: &Value, literal: bool) -> ApiResult<Value> {
     let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     let (verb, resource, path) = match (
         spec.get("resourceAttributes"),
@@ -168,7 +169,12 @@ fn access(index: &rbac::Index, user: &User, spec: &Value) -> ApiResult<Value> {
         resource,
         path,
     };
-    Ok(json!({"allowed": index.allows(&attrs)}))
+    let who = if literal {
+        rbac::Who::literal(user)
+    } else {
+        rbac::Who::of(user)
+    };
+    Ok(json!({"allowed": index.allows_subject(&attrs, &who)}))
 }
 
 /// `status` of a rules review: every rule that holds for `user` in `ns`.

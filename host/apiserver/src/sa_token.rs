@@ -127,6 +127,10 @@ pub(crate) fn issue(signer: &Signer, sa: &Value, request: &Value) -> Result<Valu
         return Err("may not specify a duration less than 10 minutes".into());
     }
     let seconds = seconds.min(MAX_SECONDS);
+    if spec.get("boundObjectRef").is_some_and(|b| !b.is_null()) {
+        // A token bound to a Pod or Secret would have to die with it: not done here.
+        return Err("boundObjectRef is not supported by this server".into());
+    }
     let audiences: Vec<String> = spec
         .get("audiences")
         .and_then(Value::as_array)
@@ -231,6 +235,11 @@ mod tests {
             None
         );
         assert!(issue(&signer, &sa, &json!({"spec": {"expirationSeconds": 60}})).is_err());
+        let bound = json!({"spec": {"boundObjectRef": {"kind": "Secret", "name": "s"}}});
+        assert!(
+            issue(&signer, &sa, &bound).is_err(),
+            "binding is not enforced: refused"
+        );
     }
 
     /// The key file is created once (0600) and read back.

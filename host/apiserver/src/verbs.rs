@@ -722,7 +722,9 @@ impl Ctx {
                 &self.user,
                 &self.rt.resource,
                 self.namespace().unwrap_or(""),
+                self.req.name.as_deref().unwrap_or(""),
                 obj,
+                old,
             )?;
         }
         if let Some(a) = adm.as_mut() {

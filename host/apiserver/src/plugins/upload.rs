@@ -92,8 +92,17 @@ pub(crate) async fn handle(
     )
     .await
     .map_err(ApiError::internal)?;
-    if current.0 == 404 {
-        return Err(Status::not_found(target(name)).into());
+    match current.0 {
+        200 => {}
+        404 => return Err(Status::not_found(target(name)).into()),
+        // Not allowed to read the plugin (or another failure): nothing is stored.
+        code => {
+            let mut st: Status = serde_json::from_value(current.1.clone()).unwrap_or_else(|_| {
+                Status::failure(code, "InternalError", "reading the plugin failed")
+            });
+            st.code = code;
+            return Err(st.into());
+        }
     }
     match *method {
         Method::GET | Method::HEAD => {
