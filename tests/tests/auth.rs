@@ -394,7 +394,21 @@ fn audit_lines_parse_and_hold_no_secret_data() {
         "--from-literal=password=hunter2",
     ]);
     gw.kubectl_ok(&["get", "secret", "hidden", "-o", "yaml"]);
-    let text = std::fs::read_to_string(&log).expect("the audit log");
+    let nobody = kubeconfig_with_token(&gw, "nobody", "wrong-token");
+    assert!(
+        !as_user(&gw, &nobody, &["get", "configmaps"])
+            .status
+            .success()
+    );
+    // Events are appended by a writer thread: wait for the last one.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let text = loop {
+        let text = std::fs::read_to_string(&log).expect("the audit log");
+        if text.contains("\"code\":401") || std::time::Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     let events: Vec<serde_json::Value> = text
         .lines()
         .map(|l| serde_json::from_str(l).expect("each line is JSON"))
@@ -428,4 +442,9 @@ fn audit_lines_parse_and_hold_no_secret_data() {
             .as_str()
             .is_some_and(|u| u.starts_with("/openapi"))
     }));
+    let refused = events
+        .iter()
+        .find(|e| e["responseStatus"]["code"] == 401)
+        .expect("the refused token's request is audited");
+    assert_eq!(refused["user"], serde_json::json!({}));
 }

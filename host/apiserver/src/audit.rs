@@ -178,11 +178,12 @@ pub(crate) struct Request<'a> {
     pub(crate) received: time::OffsetDateTime,
 }
 
-/// The audit log: a policy and the file the events go to.
+/// The audit log: a policy, and the thread that appends the events to the file (a slow
+/// disk delays the log, not the requests).
 #[derive(Debug)]
 pub struct Log {
     policy: Policy,
-    file: Mutex<std::fs::File>,
+    lines: Mutex<std::sync::mpsc::Sender<String>>,
 }
 
 impl Log {
@@ -195,9 +196,26 @@ impl Log {
             .mode(0o600)
             .open(path)
             .map_err(|e| format!("opening the audit log {}: {e}", path.display()))?;
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::Builder::new()
+            .name("audit-log".into())
+            .spawn(move || {
+                let mut out = std::io::BufWriter::new(file);
+                // Everything queued is written, then flushed, before waiting again.
+                while let Ok(line) = rx.recv() {
+                    let mut result = out.write_all(line.as_bytes());
+                    while let Ok(more) = rx.try_recv() {
+                        result = result.and_then(|()| out.write_all(more.as_bytes()));
+                    }
+                    if let Err(e) = result.and_then(|()| out.flush()) {
+                        tracing::warn!(error = %e, "writing the audit log");
+                    }
+                }
+            })
+            .map_err(|e| format!("starting the audit log writer: {e}"))?;
         Ok(Log {
             policy,
-            file: Mutex::new(file),
+            lines: Mutex::new(tx),
         })
     }
 
@@ -273,11 +291,37 @@ impl Log {
         {
             event["responseObject"] = o;
         }
+        self.send(&event);
+    }
+
+    /// An event for a request whose credentials were refused (no user; the policy's
+    /// `Metadata` level, as kube logs them).
+    pub(crate) fn failed_authentication(&self, uri: &str, method: &str, code: u16) {
+        let now = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        self.send(&json!({
+            "kind": "Event",
+            "apiVersion": "audit.k8s.io/v1",
+            "level": "Metadata",
+            "auditID": crate::object::new_uid(),
+            "stage": "ResponseComplete",
+            "requestURI": uri,
+            "verb": method.to_ascii_lowercase(),
+            "user": {},
+            "sourceIPs": [],
+            "responseStatus": {"metadata": {}, "status": "Failure", "reason": "Unauthorized", "code": code},
+            "requestReceivedTimestamp": now,
+            "stageTimestamp": now,
+        }));
+    }
+
+    fn send(&self, event: &Value) {
         let mut line = event.to_string();
         line.push('\n');
-        let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(e) = f.write_all(line.as_bytes()) {
-            tracing::warn!(error = %e, "writing the audit log");
+        let tx = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        if tx.send(line).is_err() {
+            tracing::warn!("the audit log writer is gone");
         }
     }
 }

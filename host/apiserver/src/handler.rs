@@ -38,7 +38,17 @@ where
     let routed = match bearer_user(inner, req.headers(), user).await {
         Ok(Some(user)) if inner.options.audit.is_some() => audited(inner, req, user).await,
         Ok(user) => route(inner, req, user).await,
-        Err(e) => Err(e),
+        Err(e) => {
+            // Failed authentication is audited too (kube's WithFailedAuthenticationAudit).
+            if let Some(log) = &inner.options.audit {
+                log.failed_authentication(
+                    &req.uri().to_string(),
+                    req.method().as_str(),
+                    e.status.code,
+                );
+            }
+            Err(e)
+        }
     };
     let (resp, cause) = match routed {
         Ok(r) => (r, None),
@@ -292,12 +302,21 @@ where
                 (None, "namespaces", Some(name)) => name.clone(),
                 _ => String::new(),
             };
+            // A list or watch of one name (`fieldSelector=metadata.name=X`) is for that
+            // name, as kube's RequestInfo has it: `resourceNames` rules allow it.
+            let name = match (&r.name, r.verb) {
+                (Some(n), _) => n.clone(),
+                (None, Verb::List | Verb::Watch) => {
+                    selected_name(query.get("fieldSelector")).unwrap_or_default()
+                }
+                _ => String::new(),
+            };
             let attrs = rbac::ResourceAttributes {
                 group: r.group.clone(),
                 resource: r.resource.clone(),
                 subresource: r.subresource.clone().unwrap_or_default(),
                 namespace,
-                name: r.name.clone().unwrap_or_default(),
+                name,
             };
             authorize(inner, &user, r.verb.as_str(), Some(attrs), &path)?;
         }
@@ -397,6 +416,15 @@ async fn bearer_user(
         }
         _ => Err(unauthorized()),
     }
+}
+
+/// The name a field selector requires exactly (`metadata.name=X` or `==X` among its terms).
+fn selected_name(selector: Option<&str>) -> Option<String> {
+    selector?.split(',').find_map(|term| {
+        let v = term.trim().strip_prefix("metadata.name")?;
+        let v = v.strip_prefix("==").or_else(|| v.strip_prefix('='))?;
+        (!v.is_empty() && !v.starts_with('=')).then(|| v.to_owned())
+    })
 }
 
 /// RBAC's decision on the request (`system:masters` may do anything): a 403 when no
@@ -911,5 +939,22 @@ where
                 Err(Status::bad_request(format!("unable to read the request body: {e}")).into())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod selected_name_tests {
+    /// A list or watch of `metadata.name=X` is authorized for X (AUTH-01).
+    #[test]
+    fn exact_name_terms() {
+        use super::selected_name;
+        assert_eq!(selected_name(Some("metadata.name=a")), Some("a".into()));
+        assert_eq!(
+            selected_name(Some("x=y,metadata.name==b")),
+            Some("b".into())
+        );
+        assert_eq!(selected_name(Some("metadata.name!=a")), None);
+        assert_eq!(selected_name(Some("metadata.namespace=a")), None);
+        assert_eq!(selected_name(None), None);
     }
 }
