@@ -14,7 +14,11 @@ fuzz_target!(|data: &[u8]| {
     ) else {
         return;
     };
-    for (av, kind) in [("v1", "ConfigMap"), ("v1", "Namespace"), ("v1", "ServiceAccount")] {
+    for (av, kind) in [
+        ("v1", "ConfigMap"),
+        ("v1", "Namespace"),
+        ("v1", "ServiceAccount"),
+    ] {
         let schema = strategic_merge::builtin_schema(av, kind);
         let _ = strategic_merge::apply(&original, &patch, &schema);
     }
