@@ -394,6 +394,7 @@ fn audit_lines_parse_and_hold_no_secret_data() {
         "--from-literal=password=hunter2",
     ]);
     gw.kubectl_ok(&["get", "secret", "hidden", "-o", "yaml"]);
+    gw.kubectl_err(&["get", "namespaces", "--as=someone"]);
     let nobody = kubeconfig_with_token(&gw, "nobody", "wrong-token");
     assert!(
         !as_user(&gw, &nobody, &["get", "configmaps"])
@@ -447,4 +448,10 @@ fn audit_lines_parse_and_hold_no_secret_data() {
         .find(|e| e["responseStatus"]["code"] == 401)
         .expect("the refused token's request is audited");
     assert_eq!(refused["user"], serde_json::json!({}));
+    let acting = events
+        .iter()
+        .find(|e| e["impersonatedUser"]["username"] == "someone")
+        .expect("the impersonated request names whom it acted as");
+    assert_eq!(acting["user"]["username"], "wasmgate-admin");
+    assert_eq!(acting["responseStatus"]["code"], 403);
 }

@@ -170,6 +170,8 @@ impl Rule {
 /// What the log knows of a request.
 pub(crate) struct Request<'a> {
     pub(crate) user: &'a User,
+    /// Whom the request acts as (`Impersonate-User`), when not the user.
+    pub(crate) impersonated: Option<User>,
     pub(crate) verb: String,
     pub(crate) path: &'a str,
     pub(crate) uri: &'a str,
@@ -265,6 +267,9 @@ impl Log {
         if let Some(ua) = r.user_agent {
             event["userAgent"] = json!(ua);
         }
+        if let Some(i) = &r.impersonated {
+            event["impersonatedUser"] = json!({"username": i.name, "groups": i.groups});
+        }
         if let Some(RequestInfo::Resource(res)) = &r.info {
             let mut o = json!({"resource": res.resource, "apiVersion": res.version});
             if !res.group.is_empty() {
@@ -356,6 +361,7 @@ mod tests {
         };
         Request {
             user,
+            impersonated: None,
             verb,
             path,
             uri: path,

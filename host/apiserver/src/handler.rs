@@ -94,8 +94,13 @@ where
         _ => req.method().as_str().to_ascii_lowercase(),
     };
     let user_agent = header_str(req.headers(), header::USER_AGENT).map(str::to_owned);
+    // Whom it acts as (the impersonation is authorized again by `route`).
+    let impersonated = impersonate(inner, req.headers(), user.clone())
+        .ok()
+        .filter(|i| i.name != user.name || i.groups != user.groups);
     let record = audit::Request {
         user: &user,
+        impersonated,
         verb,
         path: &path,
         uri: &uri,
