@@ -10,7 +10,6 @@
 
 use std::io::Write as _;
 use std::path::Path;
-use std::sync::Mutex;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -185,7 +184,7 @@ pub(crate) struct Request<'a> {
 #[derive(Debug)]
 pub struct Log {
     policy: Policy,
-    lines: Mutex<std::sync::mpsc::Sender<String>>,
+    lines: std::sync::mpsc::Sender<String>,
 }
 
 impl Log {
@@ -215,10 +214,7 @@ impl Log {
                 }
             })
             .map_err(|e| format!("starting the audit log writer: {e}"))?;
-        Ok(Log {
-            policy,
-            lines: Mutex::new(tx),
-        })
+        Ok(Log { policy, lines: tx })
     }
 
     /// The level of a request, with secrets capped at `Metadata`.
@@ -324,8 +320,7 @@ impl Log {
     fn send(&self, event: &Value) {
         let mut line = event.to_string();
         line.push('\n');
-        let tx = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-        if tx.send(line).is_err() {
+        if self.lines.send(line).is_err() {
             tracing::warn!("the audit log writer is gone");
         }
     }

@@ -64,11 +64,6 @@ impl Tokens {
         Ok(Tokens { by_token })
     }
 
-    /// Whether there are any tokens.
-    pub fn is_empty(&self) -> bool {
-        self.by_token.is_empty()
-    }
-
     /// The user a token authenticates.
     pub fn user(&self, token: &str) -> Option<&User> {
         self.by_token.get(token)

@@ -450,7 +450,7 @@ fn authorize(
         resource,
         path: path.to_owned(),
     };
-    if inner.rbac.borrow().allows(&attrs) {
+    if rbac::permits(inner, &attrs) {
         Ok(())
     } else {
         Err(rbac::forbidden(&attrs))

@@ -5,7 +5,7 @@
 //! else is still served. Watches are exempt, as from the global limit.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use wasmgate_apimachinery::status::Status;
 
@@ -14,22 +14,25 @@ use crate::error::ApiError;
 /// Requests in flight, per user name.
 #[derive(Debug, Default)]
 pub(crate) struct PerUser {
-    counts: Arc<Mutex<HashMap<String, usize>>>,
+    counts: Mutex<HashMap<String, usize>>,
 }
 
 /// One request's place in its user's share; given back on drop.
 #[derive(Debug)]
-pub(crate) struct Held {
-    counts: Arc<Mutex<HashMap<String, usize>>>,
+pub(crate) struct Held<'a> {
+    shares: &'a PerUser,
     user: String,
 }
 
 impl PerUser {
     /// A place for one more request of `user`, unless it holds `max` already (429, with
     /// kube's wording and `Retry-After`).
-    pub(crate) fn acquire(&self, user: &str, max: usize) -> Result<Held, ApiError> {
+    pub(crate) fn acquire(&self, user: &str, max: usize) -> Result<Held<'_>, ApiError> {
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-        let n = counts.entry(user.to_owned()).or_insert(0);
+        let n = match counts.get_mut(user) {
+            Some(n) => n,
+            None => counts.entry(user.to_owned()).or_insert(0),
+        };
         if *n >= max.max(1) {
             return Err(Status::failure(
                 429,
@@ -41,15 +44,15 @@ impl PerUser {
         }
         *n += 1;
         Ok(Held {
-            counts: self.counts.clone(),
+            shares: self,
             user: user.to_owned(),
         })
     }
 }
 
-impl Drop for Held {
+impl Drop for Held<'_> {
     fn drop(&mut self) {
-        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut counts = self.shares.counts.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(n) = counts.get_mut(&self.user) {
             *n = n.saturating_sub(1);
             if *n == 0 {

@@ -180,6 +180,12 @@ pub(crate) fn groups_of(user: &User) -> impl Iterator<Item = &str> {
     user.groups.iter().map(String::as_str).chain(authenticated)
 }
 
+/// The authorizer's decision: `system:masters` may do anything, everyone else what the
+/// current index allows.
+pub(crate) fn permits(inner: &Inner, a: &Attributes<'_>) -> bool {
+    is_master(a.user) || inner.rbac.borrow().allows(a)
+}
+
 /// Whether `user` is in `system:masters`.
 pub(crate) fn is_master(user: &User) -> bool {
     user.groups.iter().any(|g| g == MASTERS)

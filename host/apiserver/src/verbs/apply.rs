@@ -195,9 +195,6 @@ pub(super) fn record_update(ctx: &Ctx, live: Option<&Value>, new: &mut Value) {
 /// `forceAllowCreate`).
 fn may_create(ctx: &Ctx, name: &str) -> bool {
     use crate::rbac;
-    if rbac::is_master(&ctx.user) {
-        return true;
-    }
     let attrs = rbac::Attributes {
         user: &ctx.user,
         verb: "create".into(),
@@ -210,7 +207,7 @@ fn may_create(ctx: &Ctx, name: &str) -> bool {
         }),
         path: String::new(),
     };
-    ctx.inner.rbac.borrow().allows(&attrs)
+    rbac::permits(&ctx.inner, &attrs)
 }
 
 /// The configuration: YAML or JSON, an object of this endpoint's type and name, without
@@ -263,21 +260,25 @@ fn gvk_string(api_version: &str, kind: &str) -> String {
 /// and per built-in kind).
 fn shape(ctx: &Ctx) -> std::sync::Arc<Shape> {
     use std::collections::HashMap;
-    use std::sync::{Arc, Mutex, OnceLock};
+    use std::sync::{Arc, OnceLock};
     if let Some(ver) = ctx.rt.custom().and_then(|c| c.version(&ctx.req.version)) {
         return ver.field_shape();
     }
-    /// (apiVersion, kind) -> shape.
-    type Shapes = HashMap<(String, String), Arc<Shape>>;
-    static BUILTIN: OnceLock<Mutex<Shapes>> = OnceLock::new();
-    let key = (ctx.api_version(), ctx.rt.kind.clone());
-    let mut map = BUILTIN
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    map.entry(key)
-        .or_insert_with_key(|(av, kind)| Arc::new(builtin_shape(av, kind)))
-        .clone()
+    // Every write asks: the built-in kinds' shapes are built once, together.
+    static BUILTIN: OnceLock<HashMap<crate::registry::Builtin, Arc<Shape>>> = OnceLock::new();
+    let shapes = BUILTIN.get_or_init(|| {
+        crate::registry::builtin_types()
+            .iter()
+            .filter_map(|t| {
+                let av = t.group_version(&t.storage_version);
+                Some((t.builtin()?, Arc::new(builtin_shape(&av, &t.kind))))
+            })
+            .collect()
+    });
+    match ctx.rt.builtin().and_then(|b| shapes.get(&b)) {
+        Some(s) => s.clone(),
+        None => Arc::new(builtin_shape(&ctx.api_version(), &ctx.rt.kind)),
+    }
 }
 
 /// Fields that count for no one: `status` on the main resource of a type with a status
