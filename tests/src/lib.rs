@@ -184,6 +184,9 @@ impl GatewayBuilder {
             .arg(data_dir)
             .args(["--listen", &listen, "--storage", storage])
             .env("NO_COLOR", "1")
+            // Panics keep their backtraces; an error the gateway exits with stays short
+            // enough for the stderr tail to show its reason.
+            .env("RUST_LIB_BACKTRACE", "0")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))

@@ -455,3 +455,163 @@ fn audit_lines_parse_and_hold_no_secret_data() {
     assert_eq!(acting["user"]["username"], "wasmgate-admin");
     assert_eq!(acting["responseStatus"]["code"], 403);
 }
+
+/// Every byte of every file under `dir` (the store, the PKI, ...), lossily as text.
+fn raw_files(dir: &Path) -> String {
+    let mut all = String::new();
+    for entry in std::fs::read_dir(dir).expect("read the data directory") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            all.push_str(&raw_files(&path));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            all.push_str(&String::from_utf8_lossy(&bytes));
+        }
+    }
+    all
+}
+
+/// `kubectl get secrets -A -o json | kubectl replace -f -`: kube's way of rewriting every
+/// secret with the first provider.
+fn rewrite_secrets(gw: &Gateway) {
+    use std::io::Write as _;
+    let list = gw.kubectl_ok(&["get", "secrets", "-A", "-o", "json"]);
+    let mut replace = gw.kubectl_command(&["replace", "-f", "-"]);
+    replace
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = replace.spawn().expect("kubectl replace");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(list.as_bytes())
+        .expect("write the list");
+    let out = child.wait_with_output().expect("kubectl replace");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Secrets encryption at rest (issue 12): with an `EncryptionConfiguration` naming
+/// `aesgcm` for secrets, a secret's value is nowhere in the raw data directory (a
+/// ConfigMap's is, so the search works); a secret written before encryption still reads
+/// (through `identity`); key rotation as kube documents it (new key first, rewrite every
+/// secret, drop the old key) leaves every secret readable with the new key alone; a
+/// configuration that cannot read the stored secrets stops the gateway with the reason.
+#[test]
+fn encrypted_secrets_are_unreadable_at_rest_and_rotate() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let config = |name: &str, providers: &str| {
+        let file = dir.path().join(name);
+        std::fs::write(
+            &file,
+            format!(
+                "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n{providers}"
+            ),
+        )
+        .expect("encryption configuration");
+        format!("encryption-provider-config: {}\n", file.display())
+    };
+    let key = |name: &str, secret: &str| {
+        format!("  - aesgcm:\n      keys:\n      - name: {name}\n        secret: {secret}\n")
+    };
+    // 32 and 16 bytes, base64.
+    let k1 = key("k1", "MTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTI=");
+    let k2 = key("k2", "YWJjZGVmZ2hpamtsbW5vcA==");
+    let identity = "  - identity: {}\n";
+    let start = |config: &str| {
+        let b = gateway_builder!()
+            .storage(wasmgate_e2e::Storage::Embedded)
+            .data_dir(&data);
+        if config.is_empty() {
+            b
+        } else {
+            b.config(config)
+        }
+        .try_start()
+    };
+    let version = |gw: &Gateway, name: &str| {
+        gw.kubectl_ok(&[
+            "get",
+            "secret",
+            name,
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ])
+    };
+    let password = |gw: &Gateway, name: &str| {
+        gw.kubectl_ok(&["get", "secret", name, "-o", "jsonpath={.data.password}"])
+    };
+
+    // Before encryption: one secret stored in clear.
+    let mut gw = start("").expect("start");
+    gw.kubectl_ok(&[
+        "create",
+        "secret",
+        "generic",
+        "old",
+        "--from-literal=password=written-before-encryption",
+    ]);
+    gw.stop().expect("stop");
+
+    let mut gw = start(&config("one.yaml", &(k1.clone() + identity))).expect("start");
+    gw.kubectl_ok(&[
+        "create",
+        "configmap",
+        "seen",
+        "--from-literal=colour=teal-canary",
+    ]);
+    gw.kubectl_ok(&[
+        "create",
+        "secret",
+        "generic",
+        "hidden",
+        "--from-literal=password=hunter2-canary",
+    ]);
+    let hidden_b64 = password(&gw, "hidden");
+    assert!(!hidden_b64.is_empty());
+    assert!(!password(&gw, "old").is_empty(), "the clear one reads");
+    gw.stop().expect("stop");
+    let raw = raw_files(&data);
+    assert!(raw.contains("teal-canary"), "the search finds clear values");
+    assert!(raw.contains("k8s:enc:aesgcm:v1:k1:"));
+    assert!(
+        !raw.contains("hunter2-canary") && !raw.contains(&hidden_b64),
+        "the secret's value is in the data directory in clear"
+    );
+
+    // Rotation: k2 first, k1 still read; rewriting moves every secret to k2 (an
+    // unchanged secret read with k1 is written again, so its resourceVersion moves).
+    let gw = start(&config("two.yaml", &(k2.clone() + &k1 + identity))).expect("start");
+    assert_eq!(password(&gw, "hidden"), hidden_b64);
+    let (hidden_rv, old_rv) = (version(&gw, "hidden"), version(&gw, "old"));
+    rewrite_secrets(&gw);
+    let (hidden_rv2, old_rv2) = (version(&gw, "hidden"), version(&gw, "old"));
+    assert_ne!(hidden_rv, hidden_rv2, "a stale secret is rewritten");
+    assert_ne!(old_rv, old_rv2);
+    rewrite_secrets(&gw);
+    assert_eq!(
+        version(&gw, "hidden"),
+        hidden_rv2,
+        "a current one is not: no change, no write"
+    );
+    drop(gw);
+
+    // k1 and identity dropped: every secret reads with k2 alone.
+    let gw = start(&config("three.yaml", &k2)).expect("start");
+    assert_eq!(password(&gw, "hidden"), hidden_b64);
+    assert!(!password(&gw, "old").is_empty());
+    drop(gw);
+
+    // A key the stored secrets were not written with: the gateway says so and stops.
+    let k3 = key("k3", "MTIzNDU2Nzg5MDEyMzQ1Ng==");
+    let err = start(&config("four.yaml", &k3)).expect_err("cannot read the secrets");
+    assert_contains(
+        &format!("{err:#}"),
+        &["unable to transform key", "aesgcm key \"k2\""],
+    );
+}

@@ -31,6 +31,7 @@ mod crd;
 mod crd_controller;
 pub mod custom;
 mod discovery;
+pub mod encryption;
 mod error;
 mod error_body_io;
 mod gc;

@@ -624,8 +624,18 @@ impl Ctx {
             )
             .await?;
             object::set_resource_version(&mut new, cur.revision);
-            if object::same_content(&new, &cur_obj) {
-                // No change: no write, no new resourceVersion (kubectl prints "unchanged").
+            // No change: no write, no new resourceVersion (kubectl prints "unchanged") —
+            // unless the stored form is stale (an old encryption key): then it is written
+            // again, as kube does, so that rewriting objects moves them to the current key.
+            if object::same_content(&new, &cur_obj)
+                && (dry_run
+                    || !self
+                        .inner
+                        .store
+                        .stale(&key)
+                        .await
+                        .map_err(|e| storage_error(e, target))?)
+            {
                 return Ok(if presented {
                     Obj::Value(cur_obj)
                 } else {

@@ -52,3 +52,46 @@ mod in_memory {
     wasmgate_storage::engine_suite!(super::InMemory);
     wasmgate_storage::store_suite!(super::InMemory);
 }
+
+/// The in-memory engine behind a transformer that seals every object's value: the store
+/// contract holds through [`wasmgate_storage::transform::Sealed`].
+struct SealedInMemory;
+
+#[async_trait::async_trait]
+impl EngineFactory for SealedInMemory {
+    fn persistent(&self) -> bool {
+        false
+    }
+    async fn open(&self, _place: &Path) -> Arc<dyn Engine> {
+        #[derive(Debug)]
+        struct All;
+        impl wasmgate_storage::ValueTransformer for All {
+            fn covers(&self, _key: &str) -> bool {
+                true
+            }
+            fn seal(
+                &self,
+                _key: &str,
+                v: &[u8],
+            ) -> Result<bytes::Bytes, wasmgate_storage::BoxError> {
+                Ok(v.iter().map(|b| b ^ 0x5a).collect::<Vec<_>>().into())
+            }
+            fn open(
+                &self,
+                _key: &str,
+                v: &[u8],
+            ) -> Result<(bytes::Bytes, bool), wasmgate_storage::BoxError> {
+                Ok((v.iter().map(|b| b ^ 0x5a).collect::<Vec<_>>().into(), false))
+            }
+        }
+        let inner: Arc<dyn Engine> = Arc::new(EmbeddedEngine::in_memory().unwrap());
+        Arc::new(wasmgate_storage::transform::Sealed::new(
+            inner,
+            Arc::new(All),
+        ))
+    }
+}
+
+mod sealed {
+    wasmgate_storage::store_suite!(super::SealedInMemory);
+}

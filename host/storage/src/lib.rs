@@ -19,6 +19,8 @@
 //! * `follow`: reading other stores' writes back from the change log (replicas).
 //! * `lease`: which replica runs a periodic job (compaction) for now.
 //! * `committer`: the single task that batches concurrent writes into one transaction.
+//! * [`transform`]: values sealed at rest (encryption of chosen resources), as an engine
+//!   wrapper.
 //! * [`watch`]: the in-process hub that fans committed events out to watchers.
 //! * [`testsuite`] (feature `test-suite`): the engine and store contract suites, written
 //!   once and run by every engine crate.
@@ -43,6 +45,7 @@ mod lease;
 pub mod store;
 #[cfg(feature = "test-suite")]
 pub mod testsuite;
+pub mod transform;
 pub mod watch;
 
 pub use engine::{Engine, Snapshot, Transaction};
@@ -51,6 +54,7 @@ pub use store::{
     Committed, ListPage, Precondition, ReadAt, Store, StoreOptions, StoreStats, Value, Versioned,
     Write, WriteOp,
 };
+pub use transform::ValueTransformer;
 pub use watch::{Event, EventKind, Watcher};
 
 /// A store revision. Every committed write gets the next one; `resourceVersion` is its

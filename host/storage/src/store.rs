@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::committer::{self, Pending};
 use crate::current::{At, Current};
 use crate::history;
+use crate::transform::{Sealed, ValueTransformer};
 use crate::watch::{Hub, Watcher};
 use crate::{Engine, Result, Revision, Snapshot, StorageError, keys};
 
@@ -34,6 +35,10 @@ pub struct StoreOptions {
     /// and publish them to this store's watchers and cache. `None`: only before each
     /// commit (enough when this store is the engine's only writer).
     pub follow_every: Option<Duration>,
+    /// Seals the values of the objects it covers at rest (encryption of secrets): the
+    /// engine only ever holds their sealed form; the cache, watchers and readers see them
+    /// in clear. See [`crate::transform`].
+    pub transformer: Option<Arc<dyn ValueTransformer>>,
 }
 
 impl Default for StoreOptions {
@@ -44,6 +49,7 @@ impl Default for StoreOptions {
             watch_ring: 16384,
             cache_objects: true,
             follow_every: None,
+            transformer: None,
         }
     }
 }
@@ -202,6 +208,8 @@ pub struct StoreStats {
 /// State shared by the store handle, the committer and watchers.
 pub(crate) struct Shared {
     pub(crate) engine: Arc<dyn Engine>,
+    /// With a transformer: the engine it wraps, and the transformer.
+    pub(crate) unsealed: Option<(Arc<dyn Engine>, Arc<dyn ValueTransformer>)>,
     pub(crate) hub: Hub,
     /// The current objects in memory (`None`: turned off).
     pub(crate) current: Option<Current>,
@@ -267,6 +275,13 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens a store over `engine` and starts its committer task (needs a tokio runtime).
     pub async fn open(engine: Arc<dyn Engine>, options: StoreOptions) -> Result<Store> {
+        let (engine, unsealed) = match &options.transformer {
+            Some(t) => {
+                let sealed: Arc<dyn Engine> = Arc::new(Sealed::new(engine.clone(), t.clone()));
+                (sealed, Some((engine, t.clone())))
+            }
+            None => (engine, None),
+        };
         let snap = engine.snapshot().await?;
         let rev = keys::decode_u64(keys::META_REV, snap.get(keys::META_REV).await?.as_ref())?;
         let compacted = keys::decode_u64(
@@ -281,6 +296,7 @@ impl Store {
         drop(snap);
         let shared = Arc::new(Shared {
             engine,
+            unsealed,
             hub: Hub::new(rev, options.watch_ring),
             current,
             publishing: std::sync::Mutex::new(()),
@@ -304,6 +320,25 @@ impl Store {
     /// The engine's name.
     pub fn engine_name(&self) -> &'static str {
         self.shared.engine.name()
+    }
+
+    /// Whether the current value of `key` is stored in a form the store's transformer no
+    /// longer writes (an older encryption key, or none): writing the same object again
+    /// would store it differently. kube's `stale` flag: an update that changes nothing
+    /// still writes such an object, so that rewriting every object (`kubectl get secrets
+    /// -A -o json | kubectl replace -f -`) moves them all to the current key.
+    pub async fn stale(&self, key: &str) -> Result<bool> {
+        let Some((raw, t)) = &self.shared.unsealed else {
+            return Ok(false);
+        };
+        if !t.covers(key) {
+            return Ok(false);
+        }
+        let ck = keys::current(key);
+        match raw.snapshot().await?.get(&ck).await? {
+            Some(v) => Ok(crate::transform::open_value(t.as_ref(), &ck, v)?.1),
+            None => Ok(false),
+        }
     }
 
     /// The latest revision this process has seen committed.

@@ -67,6 +67,34 @@ impl Default for Place {
     }
 }
 
+/// A transformer for the suites: the values of objects under `s/` are reversed behind a
+/// version byte. It opens versions up to its own; older ones are stale.
+#[derive(Debug)]
+pub struct TestSealer {
+    /// The version byte it seals with.
+    pub version: u8,
+}
+
+impl crate::ValueTransformer for TestSealer {
+    fn covers(&self, key: &str) -> bool {
+        key.starts_with("s/")
+    }
+    fn seal(&self, _key: &str, value: &[u8]) -> Result<Bytes, crate::BoxError> {
+        let mut v = vec![self.version];
+        v.extend(value.iter().rev());
+        Ok(v.into())
+    }
+    fn open(&self, _key: &str, stored: &[u8]) -> Result<(Bytes, bool), crate::BoxError> {
+        match stored.split_first() {
+            Some((&v, rest)) if v <= self.version => {
+                let clear: Vec<u8> = rest.iter().rev().copied().collect();
+                Ok((clear.into(), v != self.version))
+            }
+            _ => Err(format!("sealed by a version after {}", self.version).into()),
+        }
+    }
+}
+
 /// Expands one `#[tokio::test]` per case of a suite.
 #[macro_export]
 #[doc(hidden)]
@@ -127,6 +155,7 @@ macro_rules! store_suite {
             store_lease_has_one_holder_at_a_time,
             store_group_commit_batches_concurrent_writes,
             store_reopen_keeps_data_and_revision,
+            store_sealed_values_stay_sealed_at_rest,
         );
     };
 }
@@ -1450,5 +1479,118 @@ pub mod cases {
             v
         };
         assert_eq!(keys_seen, vec!["g/r/n/a", "g/r/n/b", "g/r/n/c"]);
+    }
+
+    /// Secrets encryption at rest (issue 12): the engine holds covered values only sealed
+    /// (current versions, history, tombstones); every read sees them in clear; a store
+    /// whose transformer moved on reads old values, calls them stale, and rewrites them.
+    pub async fn store_sealed_values_stay_sealed_at_rest(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let engine = f.open(place.path()).await;
+        let sealer = |version| StoreOptions {
+            watch_ring: 1,
+            transformer: Some(Arc::new(TestSealer { version })),
+            ..StoreOptions::default()
+        };
+        let s = Store::open(engine.clone(), sealer(1)).await.unwrap();
+        let r1 = s
+            .write(put("s/r/n/a", "secret-1", Precondition::Absent))
+            .await
+            .unwrap()
+            .revision;
+        let r2 = s
+            .write(put("s/r/n/a", "secret-2", Precondition::Revision(r1)))
+            .await
+            .unwrap()
+            .revision;
+        s.write(put("p/r/n/b", "plain-1", Precondition::Absent))
+            .await
+            .unwrap();
+        s.write(put("s/r/n/c", "secret-c", Precondition::Absent))
+            .await
+            .unwrap();
+        let r4 = s
+            .write(del("s/r/n/a", Precondition::None))
+            .await
+            .unwrap()
+            .revision;
+        let raw = |engine: Arc<dyn Engine>| async move {
+            let snap = engine.snapshot().await.unwrap();
+            let all = snap.scan(b"", b"\xff", 10_000).await.unwrap();
+            all.into_iter()
+                .map(|(_, v)| String::from_utf8_lossy(&v).into_owned())
+                .collect::<Vec<_>>()
+                .join("|")
+        };
+        let stored = raw(engine.clone()).await;
+        assert!(
+            stored.contains("plain-1"),
+            "uncovered values are as written"
+        );
+        for clear in ["secret-1", "secret-2", "secret-c", "deleted"] {
+            assert!(!stored.contains(clear), "{clear} in clear in {stored:?}");
+        }
+        assert!(stored.contains(&"1-terces".to_string()));
+        // Reads see them in clear: the past, the latest, watch history from the log.
+        let value = |v: Option<crate::Versioned>| v.map(|v| v.value);
+        let at = |r| s.get("s/r/n/a", ReadAt::Exact(r));
+        assert_eq!(
+            value(at(r1).await.unwrap().1),
+            Some(Bytes::from("secret-1"))
+        );
+        assert_eq!(
+            value(at(r2).await.unwrap().1),
+            Some(Bytes::from("secret-2"))
+        );
+        assert_eq!(value(at(r4).await.unwrap().1), None);
+        let mut w = s.watch("s/", 0).unwrap();
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            seen.push(w.next().await.unwrap().value.clone());
+        }
+        assert_eq!(seen, ["secret-1", "secret-2", "secret-c", "deleted"]);
+        assert!(!s.stale("s/r/n/c").await.unwrap());
+
+        // The transformer moves on (a new key first): old values read, and are stale
+        // until written again. The cache was loaded through it.
+        drop((s, w));
+        let s2 = Store::open(engine.clone(), sealer(2)).await.unwrap();
+        let (_, c) = s2.get("s/r/n/c", ReadAt::Latest).await.unwrap();
+        let c = c.unwrap();
+        assert_eq!(c.value, Bytes::from("secret-c"));
+        assert!(s2.stale("s/r/n/c").await.unwrap());
+        assert!(!s2.stale("p/r/n/b").await.unwrap(), "not covered");
+        assert!(!s2.stale("s/r/n/absent").await.unwrap());
+        s2.write(put(
+            "s/r/n/c",
+            "secret-c",
+            Precondition::Revision(c.revision),
+        ))
+        .await
+        .unwrap();
+        assert!(!s2.stale("s/r/n/c").await.unwrap());
+        let list = s2.list("s/", ReadAt::Latest, None, 0, false).await.unwrap();
+        assert_eq!(list.items[0].value, Bytes::from("secret-c"));
+
+        // Without the transformer the sealed bytes are all there is; with one that cannot
+        // open them the store does not open, and says which key.
+        drop(s2);
+        let plain = Store::open(engine.clone(), StoreOptions::default())
+            .await
+            .unwrap();
+        let (_, c) = plain.get("s/r/n/c", ReadAt::Latest).await.unwrap();
+        assert_eq!(c.unwrap().value, Bytes::from("\x02c-terces"));
+        drop(plain);
+        let err = Store::open(engine, sealer(0)).await.unwrap_err();
+        let mut chain = err.to_string();
+        let mut cur = std::error::Error::source(&err);
+        while let Some(c) = cur {
+            chain = format!("{chain}: {c}");
+            cur = c.source();
+        }
+        assert!(
+            chain.contains("unable to transform key \"s/r/n/c\": sealed by a version after 0"),
+            "{chain}"
+        );
     }
 }

@@ -42,6 +42,9 @@ pub struct Config {
     pub audit_log_path: Option<PathBuf>,
     /// The audit policy (`audit.k8s.io/v1` Policy); none: every request at `Metadata`.
     pub audit_policy_file: Option<PathBuf>,
+    /// Encryption at rest: an `apiserver.config.k8s.io/v1` `EncryptionConfiguration`
+    /// (kube-apiserver's `--encryption-provider-config`; `aesgcm` and `identity`).
+    pub encryption_provider_config: Option<PathBuf>,
     /// Protocol tuning.
     pub limits: Limits,
 }
@@ -62,6 +65,7 @@ impl Default for Config {
             token_auth_file: None,
             audit_log_path: None,
             audit_policy_file: None,
+            encryption_provider_config: None,
             limits: Limits::default(),
         }
     }

@@ -158,9 +158,22 @@ impl Gateway {
             _ if replicas > 1 => Some(std::time::Duration::from_millis(20)),
             _ => None,
         };
+        let transformer = match &config.encryption_provider_config {
+            Some(f) => {
+                let text = std::fs::read_to_string(f).with_context(|| {
+                    format!("reading the encryption configuration {}", f.display())
+                })?;
+                let e = wasmgate_apiserver::encryption::Encryption::parse(&text).map_err(|e| {
+                    anyhow::anyhow!("encryption configuration {}: {e}", f.display())
+                })?;
+                Some(Arc::new(e) as Arc<dyn wasmgate_storage::ValueTransformer>)
+            }
+            None => None,
+        };
         let store_options = StoreOptions {
             cache_objects: config.cache_objects,
             follow_every,
+            transformer,
             ..StoreOptions::default()
         };
         let mut stop = Vec::new();

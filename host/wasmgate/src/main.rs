@@ -98,6 +98,10 @@ struct ServeArgs {
     /// Audit policy (`audit.k8s.io/v1` Policy, YAML) [default: every request at Metadata]
     #[arg(long, env = "WASMGATE_AUDIT_POLICY_FILE", value_name = "FILE")]
     audit_policy_file: Option<PathBuf>,
+    /// Encryption at rest: an `apiserver.config.k8s.io/v1` EncryptionConfiguration (YAML),
+    /// as kube-apiserver's flag of the same name (providers aesgcm and identity)
+    #[arg(long, env = "WASMGATE_ENCRYPTION_PROVIDER_CONFIG", value_name = "FILE")]
+    encryption_provider_config: Option<PathBuf>,
     /// Log filter (tracing EnvFilter syntax) [default: info, or RUST_LOG]
     #[arg(long, env = "WASMGATE_LOG", value_name = "FILTER")]
     log: Option<String>,
@@ -176,6 +180,9 @@ fn effective_config(args: &ServeArgs) -> anyhow::Result<Config> {
     }
     if let Some(f) = &args.audit_policy_file {
         c.audit_policy_file = Some(f.clone());
+    }
+    if let Some(f) = &args.encryption_provider_config {
+        c.encryption_provider_config = Some(f.clone());
     }
     match &args.plugin_dir {
         Some(d) if d.as_os_str() == "none" => c.plugin_dir = None,
