@@ -56,6 +56,14 @@ pub fn storage_error(e: StorageError, target: Target<'_>) -> ApiError {
         StorageError::FutureRevision { requested, current } => {
             Status::too_large_resource_version(requested, current).into()
         }
+        StorageError::TooLarge { size, limit, .. } => Status::failure(
+            413,
+            "RequestEntityTooLarge",
+            format!(
+                "Request entity too large: the object would be stored in {size} bytes; limit is {limit}"
+            ),
+        )
+        .into(),
         StorageError::Closed => Status::failure(503, "ServiceUnavailable", "the server is shutting down")
             .with_retry_after(1)
             .into(),

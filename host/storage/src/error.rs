@@ -90,6 +90,16 @@ pub enum StorageError {
         /// What was wrong.
         detail: &'static str,
     },
+    /// A put's value is larger than the store takes. Not retryable.
+    #[error("{key}: a value of {size} bytes is larger than the limit of {limit}")]
+    TooLarge {
+        /// The object key.
+        key: String,
+        /// The value's size (with room for its revision).
+        size: usize,
+        /// [`StoreOptions::max_value_bytes`](crate::StoreOptions::max_value_bytes).
+        limit: usize,
+    },
     /// The store is shutting down.
     #[error("store is closed")]
     Closed,

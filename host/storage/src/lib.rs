@@ -51,8 +51,8 @@ pub mod watch;
 pub use engine::{Engine, Snapshot, Transaction};
 pub use error::{BoxError, EngineError, StorageError};
 pub use store::{
-    Committed, ListPage, Precondition, ReadAt, Store, StoreOptions, StoreStats, Value, Versioned,
-    Write, WriteOp,
+    Committed, DEFAULT_MAX_VALUE_BYTES, ListPage, Precondition, ReadAt, Store, StoreOptions,
+    StoreStats, Value, Versioned, Write, WriteOp,
 };
 pub use transform::ValueTransformer;
 pub use watch::{Event, EventKind, Watcher};

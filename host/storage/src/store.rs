@@ -39,7 +39,14 @@ pub struct StoreOptions {
     /// engine only ever holds their sealed form; the cache, watchers and readers see them
     /// in clear. See [`crate::transform`].
     pub transformer: Option<Arc<dyn ValueTransformer>>,
+    /// Largest value a put stores ([`StorageError::TooLarge`] above): etcd's default
+    /// request limit (1.5 MiB), so that what is stored here fits in etcd too, and no
+    /// single object makes every transaction that carries it slow.
+    pub max_value_bytes: usize,
 }
+
+/// etcd's default `--max-request-bytes`.
+pub const DEFAULT_MAX_VALUE_BYTES: usize = 1536 * 1024;
 
 impl Default for StoreOptions {
     fn default() -> Self {
@@ -50,6 +57,7 @@ impl Default for StoreOptions {
             cache_objects: true,
             follow_every: None,
             transformer: None,
+            max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
         }
     }
 }
@@ -261,6 +269,8 @@ pub struct Store {
     queue: mpsc::Sender<Pending>,
     /// Reads skip the object cache (only the suites set it).
     bypass_cache: bool,
+    /// [`StoreOptions::max_value_bytes`].
+    max_value_bytes: usize,
 }
 
 impl std::fmt::Debug for Store {
@@ -314,6 +324,7 @@ impl Store {
             shared,
             queue: tx,
             bypass_cache: false,
+            max_value_bytes: options.max_value_bytes,
         })
     }
 
@@ -538,6 +549,17 @@ impl Store {
 
     /// Commits one write (batched with concurrent ones into one engine transaction).
     pub async fn write(&self, write: Write) -> Result<Committed> {
+        if let WriteOp::Put(v) = &write.op {
+            // The revision's digits are spliced in at commit: count the most they take.
+            let size = v.bytes.len() + v.revision_slot.map_or(0, |_| 20);
+            if size > self.max_value_bytes {
+                return Err(StorageError::TooLarge {
+                    key: write.key,
+                    size,
+                    limit: self.max_value_bytes,
+                });
+            }
+        }
         let (reply, rx) = oneshot::channel();
         self.queue
             .send(Pending { write, reply })
