@@ -4333,45 +4333,9 @@ fn is_duration(s: &str) -> bool {
 
 static RX_DURATION: OnceLock<Option<Regex>> = OnceLock::new();
 
-/// Whether Go's `time.ParseDuration` accepts `s` (overflow aside).
+/// Whether Go's `time.ParseDuration` accepts `s`.
 fn go_parse_duration(s: &str) -> bool {
-    let s = s.strip_prefix(['-', '+']).unwrap_or(s);
-    if s == "0" {
-        return true;
-    }
-    if s.is_empty() {
-        return false;
-    }
-    let mut rest = s;
-    while !rest.is_empty() {
-        let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let mut consumed = int_len;
-        let mut frac_len = 0;
-        if rest[consumed..].starts_with('.') {
-            consumed += 1;
-            frac_len = rest[consumed..]
-                .bytes()
-                .take_while(u8::is_ascii_digit)
-                .count();
-            consumed += frac_len;
-        }
-        if int_len == 0 && frac_len == 0 {
-            return false;
-        }
-        rest = &rest[consumed..];
-        let unit_len = rest
-            .char_indices()
-            .find(|(_, c)| *c == '.' || c.is_ascii_digit())
-            .map_or(rest.len(), |(i, _)| i);
-        if !matches!(
-            &rest[..unit_len],
-            "ns" | "us" | "µs" | "μs" | "ms" | "s" | "m" | "h"
-        ) {
-            return false;
-        }
-        rest = &rest[unit_len..];
-    }
-    true
+    crate::gofmt::parse_go_duration(s).is_ok()
 }
 
 /// A simplified `net/mail.ParseAddress`: `addr-spec` or `[display name] <addr-spec>`.

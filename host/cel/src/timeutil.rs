@@ -143,90 +143,9 @@ pub(crate) fn parse_date(s: &str) -> Result<Ts, String> {
     from_datetime(PrimitiveDateTime::new(date, Time::MIDNIGHT).assume_utc())
 }
 
-const NANOS_PER: &[(&str, u64)] = &[
-    ("ns", 1),
-    ("us", 1_000),
-    ("µs", 1_000),
-    ("μs", 1_000),
-    ("ms", 1_000_000),
-    ("s", 1_000_000_000),
-    ("m", 60_000_000_000),
-    ("h", 3_600_000_000_000),
-];
-
 /// Go's `time.ParseDuration`, in nanoseconds.
 pub(crate) fn parse_go_duration(orig: &str) -> Result<i64, String> {
-    parse_duration_units(orig, NANOS_PER)
-}
-
-fn parse_duration_units(orig: &str, units: &[(&str, u64)]) -> Result<i64, String> {
-    let invalid = || format!("time: invalid duration {orig:?}");
-    let mut s = orig;
-    let mut neg = false;
-    if let Some(rest) = s.strip_prefix('-') {
-        neg = true;
-        s = rest;
-    } else if let Some(rest) = s.strip_prefix('+') {
-        s = rest;
-    }
-    if s == "0" {
-        return Ok(0);
-    }
-    if s.is_empty() {
-        return Err(invalid());
-    }
-    let mut total: u128 = 0;
-    while !s.is_empty() {
-        let int_len = s.bytes().take_while(u8::is_ascii_digit).count();
-        let int_part = &s[..int_len];
-        s = &s[int_len..];
-        let mut frac_part = "";
-        if let Some(rest) = s.strip_prefix('.') {
-            let n = rest.bytes().take_while(u8::is_ascii_digit).count();
-            frac_part = &rest[..n];
-            s = &rest[n..];
-        }
-        if int_part.is_empty() && frac_part.is_empty() {
-            return Err(invalid());
-        }
-        let unit_len = s
-            .char_indices()
-            .find(|(_, c)| *c == '.' || c.is_ascii_digit())
-            .map_or(s.len(), |(i, _)| i);
-        let unit = &s[..unit_len];
-        s = &s[unit_len..];
-        if unit.is_empty() {
-            return Err(format!("time: missing unit in duration {orig:?}"));
-        }
-        let Some((_, per)) = units.iter().find(|(u, _)| *u == unit) else {
-            return Err(format!("time: unknown unit {unit:?} in duration {orig:?}"));
-        };
-        let per = u128::from(*per);
-        let whole: u128 = if int_part.is_empty() {
-            0
-        } else {
-            int_part.parse().map_err(|_| invalid())?
-        };
-        let mut v = whole.checked_mul(per).ok_or_else(invalid)?;
-        if !frac_part.is_empty() {
-            let mut scale = 1u128;
-            let mut f = 0u128;
-            for b in frac_part.bytes().take(30) {
-                f = f * 10 + u128::from(b - b'0');
-                scale *= 10;
-            }
-            v = v.checked_add(f * per / scale).ok_or_else(invalid)?;
-        }
-        total = total.checked_add(v).ok_or_else(invalid)?;
-        if total > 1u128 << 63 {
-            return Err(invalid());
-        }
-    }
-    if neg {
-        i64::try_from(-i128::try_from(total).map_err(|_| invalid())?).map_err(|_| invalid())
-    } else {
-        i64::try_from(total).map_err(|_| invalid())
-    }
+    wasmgate_apimachinery::gofmt::parse_go_duration(orig)
 }
 
 /// An OpenAPI `duration` value (strfmt: Go durations, plus `d`, `w` and spelled-out units).
@@ -274,7 +193,7 @@ pub(crate) fn parse_openapi_duration(s: &str) -> Result<i64, String> {
         "w", "w", "w",
     ])
     .fold(compact, |acc, (long, short)| acc.replace(long, short));
-    parse_duration_units(&normalized, LONG)
+    wasmgate_apimachinery::gofmt::parse_duration_units(&normalized, LONG)
         .map_err(|_| format!("Invalid duration {s}: time: invalid duration {s:?}"))
 }
 
