@@ -1,7 +1,8 @@
-//! Routing of one request, top to bottom, in kube-apiserver's filter order:
-//! non-resource endpoints that need no identity (health, version) → authentication (401)
-//! → discovery / OpenAPI → resource requests (lookup 404, verb 405, max-in-flight 429,
-//! body limit 413) → the verb. Errors become `Status` here and nowhere else.
+//! The handler at the bottom of the request stack (`stack.rs`): by the time a request is
+//! here it is authenticated, audited, within its deadline and its in-flight share, and
+//! authorized. This routes it: health checks, `/version`, `/metrics`, OpenAPI, discovery,
+//! the access reviews, plugin module uploads, and resources (lookup 404, scope, verb 405,
+//! body limit 413, then the verb).
 
 use std::sync::Arc;
 
@@ -11,143 +12,14 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 use wasmgate_apimachinery::media;
 use wasmgate_apimachinery::options::Query;
-use wasmgate_apimachinery::request_info::{
-    self, RequestInfo, RequestInfoError, ResourceRequest, Verb,
-};
+use wasmgate_apimachinery::request_info::{RequestInfo, RequestInfoError, ResourceRequest, Verb};
 use wasmgate_apimachinery::status::Status;
 
 use crate::body::{self, Body};
 use crate::error::{ApiError, ApiResult};
 use crate::health::{self, Check};
-use crate::{Inner, User, discovery, rbac, verbs, version};
-
-/// Handles one request; never fails (errors are rendered as Status).
-pub(crate) async fn handle<B>(
-    inner: &Arc<Inner>,
-    req: Request<B>,
-    user: Option<User>,
-) -> Response<Body>
-where
-    B: http_body::Body<Data = Bytes> + Send + Unpin,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let start = tokio::time::Instant::now();
-    let method = req.method().clone();
-    let path = req.uri().path().to_owned();
-    let head = matches!(method, Method::HEAD);
-    let routed = match bearer_user(inner, req.headers(), user).await {
-        Ok(Some(user)) if inner.options.audit.is_some() => audited(inner, req, user).await,
-        Ok(user) => route(inner, req, user).await,
-        Err(e) => {
-            // Failed authentication is audited too (kube's WithFailedAuthenticationAudit).
-            if let Some(log) = &inner.options.audit {
-                log.failed_authentication(
-                    &req.uri().to_string(),
-                    req.method().as_str(),
-                    e.status.code,
-                );
-            }
-            Err(e)
-        }
-    };
-    let (resp, cause) = match routed {
-        Ok(r) => (r, None),
-        Err(e) => (status_response(&e.status), e.cause),
-    };
-    let code = resp.status().as_u16();
-    let elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
-    match cause {
-        Some(c) => tracing::warn!(%method, %path, code, elapsed_ms, cause = %c, "request failed"),
-        None if code >= 500 => tracing::warn!(%method, %path, code, elapsed_ms, "request failed"),
-        None => tracing::debug!(%method, %path, code, elapsed_ms, "request"),
-    }
-    if head {
-        let (parts, _) = resp.into_parts();
-        return Response::from_parts(parts, body::empty());
-    }
-    resp
-}
-
-/// [`route`] with an audit event written when the response is complete (the request
-/// body read first when the level logs it, the response body when it logs that and the
-/// response is one object, not a list or a watch).
-async fn audited<B>(inner: &Arc<Inner>, req: Request<B>, user: User) -> ApiResult<Response<Body>>
-where
-    B: http_body::Body<Data = Bytes> + Send + Unpin,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    use crate::audit::{self, Level};
-    let Some(log) = inner.options.audit.clone() else {
-        return route(inner, req, Some(user)).await;
-    };
-    let received = time::OffsetDateTime::now_utc();
-    let uri = req.uri().to_string();
-    let path = decode_path(req.uri().path()).unwrap_or_else(|_| req.uri().path().to_owned());
-    let watch = Query::parse(req.uri().query())
-        .bool("watch")
-        .ok()
-        .flatten()
-        .unwrap_or(false);
-    let info = request_info::parse(req.method(), &path, watch).ok();
-    let verb = match &info {
-        Some(RequestInfo::Resource(r)) => r.verb.as_str().to_owned(),
-        _ => req.method().as_str().to_ascii_lowercase(),
-    };
-    let user_agent = header_str(req.headers(), header::USER_AGENT).map(str::to_owned);
-    // Whom it acts as (the impersonation is authorized again by `route`).
-    let impersonated = impersonate(inner, req.headers(), user.clone())
-        .ok()
-        .filter(|i| i.name != user.name || i.groups != user.groups);
-    let record = audit::Request {
-        user: &user,
-        impersonated,
-        verb,
-        path: &path,
-        uri: &uri,
-        user_agent: user_agent.as_deref(),
-        info,
-        received,
-    };
-    let level = log.level(&record);
-    let has_body = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH);
-    let (result, request_object) = if level >= Level::Request && has_body {
-        let (parts, body) = req.into_parts();
-        let limit = inner.options.max_request_body_bytes;
-        match within_body_timeout(inner, read_body(body, limit)).await {
-            Ok(bytes) => {
-                let object = audit::object_of(&bytes);
-                let req = Request::from_parts(parts, http_body_util::Full::new(bytes));
-                (route(inner, req, Some(user.clone())).await, object)
-            }
-            Err(e) => (Err(e), None),
-        }
-    } else {
-        (route(inner, req, Some(user.clone())).await, None)
-    };
-    let one_object = !matches!(record.verb.as_str(), "list" | "watch");
-    let (result, response_object) = match result {
-        Ok(resp) if level == Level::RequestResponse && one_object => {
-            let (parts, body) = resp.into_parts();
-            let bytes = http_body_util::BodyExt::collect(body)
-                .await
-                .map(|c| c.to_bytes())
-                .unwrap_or_default();
-            let object = audit::object_of(&bytes);
-            (Ok(Response::from_parts(parts, body::full(bytes))), object)
-        }
-        Err(e) if level == Level::RequestResponse => {
-            let status = serde_json::to_value(&*e.status).ok();
-            (Err(e), status)
-        }
-        other => (other, None),
-    };
-    let code = match &result {
-        Ok(r) => r.status().as_u16(),
-        Err(e) => e.status.code,
-    };
-    log.write(&record, level, code, request_object, response_object);
-    result
-}
+use crate::stack::Call;
+use crate::{Inner, discovery, verbs, version};
 
 /// A Status as a response.
 pub(crate) fn status_response(s: &Status) -> Response<Body> {
@@ -203,24 +75,18 @@ fn method_not_allowed() -> ApiError {
     .into()
 }
 
-/// Paths anyone may read (kube's default `system:public-info-viewer`).
-fn is_public(path: &str) -> bool {
-    let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
-    matches!(first, "livez" | "readyz" | "healthz" | "version")
-}
-
-async fn route<B>(
+/// Routes an authorized request (`call.user` is whom it acts as).
+pub(crate) async fn route<B>(
     inner: &Arc<Inner>,
+    call: &mut Call,
     req: Request<B>,
-    user: Option<User>,
 ) -> ApiResult<Response<Body>>
 where
     B: http_body::Body<Data = Bytes> + Send + Unpin,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    // Routing sees the decoded path, as Go's `url.URL.Path` is (`a%2Db` names `a-b`).
-    let path = decode_path(req.uri().path())?;
-    let query = Query::parse(req.uri().query());
+    let path = call.path.as_str();
+    let query = &call.query;
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     if let Some(endpoint) = health::Endpoint::from_segment(segments[0]) {
         if segments.len() > 2 {
@@ -229,7 +95,7 @@ where
         let (code, text) = health::render(
             endpoint,
             segments.get(1).copied(),
-            &query,
+            query,
             &health_checks(inner, endpoint).await,
         );
         return Ok(text_response(code, text));
@@ -237,42 +103,13 @@ where
     if path == "/version" || path == "/version/" {
         return Ok(json_value_response(&version::info()));
     }
-    if user.is_none() && !is_public(&path) {
-        return Err(Status::failure(401, "Unauthorized", "Unauthorized").into());
-    }
-    let user = user.unwrap_or_else(|| User {
-        name: "system:anonymous".into(),
-        groups: vec!["system:unauthenticated".into()],
-    });
-    let user = impersonate(inner, req.headers(), user)?;
-    if let Some(name) = crate::plugins::upload::module_path(&path) {
-        let verb = match *req.method() {
-            Method::GET | Method::HEAD => "get",
-            Method::DELETE => "delete",
-            _ => "update",
-        };
-        authorize(
-            inner,
-            &user,
-            verb,
-            Some(rbac::ResourceAttributes {
-                group: "wasmgate.dev".into(),
-                resource: "wasmplugins".into(),
-                subresource: "module".into(),
-                namespace: String::new(),
-                name: name.to_owned(),
-            }),
-            &path,
-        )?;
+    if let Some(name) = crate::plugins::upload::module_path(path) {
         let name = name.to_owned();
         let method = req.method().clone();
         let limit = inner.options.max_request_body_bytes;
         let body = within_body_timeout(inner, read_body(req.into_body(), limit)).await?;
-        return crate::plugins::upload::handle(inner, user, &method, &name, body).await;
-    }
-    let method_verb = req.method().as_str().to_ascii_lowercase();
-    if path == "/metrics" || segments[0] == "openapi" {
-        authorize(inner, &user, &method_verb, None, &path)?;
+        return crate::plugins::upload::handle(inner, call.user.clone(), &method, &name, body)
+            .await;
     }
     if path == "/metrics" {
         if !matches!(*req.method(), Method::GET | Method::HEAD) {
@@ -288,45 +125,13 @@ where
         return Ok(resp);
     }
     if segments[0] == "openapi" {
-        return openapi_route(inner, &segments[1..], &query, req.headers());
+        return openapi_route(inner, &segments[1..], query, req.headers());
     }
-    let watch = query
-        .bool("watch")
-        .map_err(|e| Status::bad_request(e.0))?
-        .unwrap_or(false);
-    let info = match request_info::parse(req.method(), &path, watch) {
-        Ok(i) => i,
+    let info = match &call.info {
+        Ok(i) => i.clone(),
         Err(RequestInfoError::MethodNotAllowed) => return Err(method_not_allowed()),
         Err(RequestInfoError::NotFound) => return Err(Status::not_found_path().into()),
     };
-    match &info {
-        RequestInfo::Resource(r) => {
-            // `/api/v1/namespaces/NAME` is in namespace NAME, as kube's RequestInfo has it.
-            let namespace = match (&r.namespace, r.resource.as_str(), &r.name) {
-                (Some(ns), _, _) => ns.clone(),
-                (None, "namespaces", Some(name)) => name.clone(),
-                _ => String::new(),
-            };
-            // A list or watch of one name (`fieldSelector=metadata.name=X`) is for that
-            // name, as kube's RequestInfo has it: `resourceNames` rules allow it.
-            let name = match (&r.name, r.verb) {
-                (Some(n), _) => n.clone(),
-                (None, Verb::List | Verb::Watch) => {
-                    selected_name(query.get("fieldSelector")).unwrap_or_default()
-                }
-                _ => String::new(),
-            };
-            let attrs = rbac::ResourceAttributes {
-                group: r.group.clone(),
-                resource: r.resource.clone(),
-                subresource: r.subresource.clone().unwrap_or_default(),
-                namespace,
-                name,
-            };
-            authorize(inner, &user, r.verb.as_str(), Some(attrs), &path)?;
-        }
-        _ => authorize(inner, &user, &method_verb, None, &path)?,
-    }
     let catalog = inner.registry.snapshot();
     let get_only = |m: &Method| *m == Method::GET || *m == Method::HEAD;
     match info {
@@ -370,96 +175,15 @@ where
         RequestInfo::Resource(r) if crate::reviews::is_review(&r) => {
             let limit = inner.options.max_request_body_bytes;
             let body = within_body_timeout(inner, read_body(req.into_body(), limit)).await?;
-            crate::reviews::handle(inner, &r, &user, &body)
+            crate::reviews::handle(inner, &r, &call.user, &body)
         }
-        RequestInfo::Resource(r) => resource(inner, catalog, r, query, req, user).await,
-    }
-}
-
-/// The user of a request without a client certificate that presents a bearer token
-/// (`Authorization: Bearer …`): the token file's user, or the service account of a token
-/// the gateway signed (while the account exists with the uid it names), else 401. A
-/// certificate's user wins over a token, as in kube's union authenticator.
-async fn bearer_user(
-    inner: &Inner,
-    headers: &HeaderMap,
-    user: Option<User>,
-) -> ApiResult<Option<User>> {
-    if user.is_some() {
-        return Ok(user);
-    }
-    let Some(token) = header_str(headers, header::AUTHORIZATION)
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-    else {
-        return Ok(None);
-    };
-    let unauthorized = || ApiError::from(Status::failure(401, "Unauthorized", "Unauthorized"));
-    if let Some(u) = inner.options.tokens.user(token) {
-        return Ok(Some(u.clone()));
-    }
-    let (ns, name, uid) =
-        crate::sa_token::claims_of(&inner.sa_signer, token).ok_or_else(unauthorized)?;
-    let key = format!("core/serviceaccounts/{ns}/{name}");
-    let account = match inner
-        .store
-        .get(&key, wasmgate_storage::ReadAt::Latest)
-        .await
-    {
-        Ok((_, Some(v))) => crate::object::from_stored(&v.value).ok(),
-        Ok((_, None)) => None,
-        Err(e) => {
-            return Err(ApiError::internal(format!(
-                "reading the service account of a token: {e}"
-            )));
-        }
-    };
-    match account {
-        Some(a) if crate::object::meta_str(&a, "uid") == Some(uid.as_str()) => {
-            Ok(Some(crate::sa_token::user_of(&ns, &name)))
-        }
-        _ => Err(unauthorized()),
-    }
-}
-
-/// The name a field selector requires exactly (`metadata.name=X` or `==X` among its terms).
-fn selected_name(selector: Option<&str>) -> Option<String> {
-    selector?.split(',').find_map(|term| {
-        let v = term.trim().strip_prefix("metadata.name")?;
-        let v = v.strip_prefix("==").or_else(|| v.strip_prefix('='))?;
-        (!v.is_empty() && !v.starts_with('=')).then(|| v.to_owned())
-    })
-}
-
-/// RBAC's decision on the request (`system:masters` may do anything): a 403 when no
-/// rule bound to the user allows it.
-fn authorize(
-    inner: &Inner,
-    user: &User,
-    verb: &str,
-    resource: Option<rbac::ResourceAttributes>,
-    path: &str,
-) -> ApiResult<()> {
-    if rbac::is_master(user) {
-        return Ok(());
-    }
-    let attrs = rbac::Attributes {
-        user,
-        verb: verb.to_owned(),
-        resource,
-        path: path.to_owned(),
-    };
-    if rbac::permits(inner, &attrs) {
-        Ok(())
-    } else {
-        Err(rbac::forbidden(&attrs))
+        RequestInfo::Resource(r) => resource(inner, catalog, r, call, req).await,
     }
 }
 
 /// Percent-decodes a request path. A `%` not followed by two hex digits, or bytes that
 /// are not UTF-8 once decoded, are a 400 (Go's URL parser refuses such a path).
-fn decode_path(raw: &str) -> ApiResult<String> {
+pub(crate) fn decode_path(raw: &str) -> ApiResult<String> {
     let bytes = raw.as_bytes();
     let bad_escape = bytes.iter().enumerate().any(|(i, b)| {
         *b == b'%'
@@ -471,104 +195,6 @@ fn decode_path(raw: &str) -> ApiResult<String> {
         Ok(p) if !bad_escape => Ok(p.into_owned()),
         _ => Err(Status::bad_request(format!("invalid URL escape in path {raw:?}")).into()),
     }
-}
-
-/// Impersonation (`kubectl --as`, `--as-group`; kube's impersonation filter): the caller
-/// must be allowed the `impersonate` verb on the user (or service account), on each
-/// group and extra value, and on the uid; the request then runs as the impersonated
-/// user, whose groups are the ones asked for (else a service account's, else none), plus
-/// `system:authenticated`. Refusals are 403s worded as kube's. Extra values and the uid
-/// are authorized but not carried further (Wasmgate's users have neither).
-fn impersonate(inner: &Inner, headers: &HeaderMap, user: User) -> ApiResult<User> {
-    let values = |name: &str| -> Vec<&str> {
-        headers
-            .get_all(name)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .collect()
-    };
-    let target = values("impersonate-user")
-        .first()
-        .filter(|s| !s.is_empty())
-        .map(|s| (*s).to_owned());
-    let groups: Vec<String> = values("impersonate-group")
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-    let uid = values("impersonate-uid").first().map(|s| (*s).to_owned());
-    let extras: Vec<(String, String)> = headers
-        .iter()
-        .filter_map(|(k, v)| {
-            let key = k.as_str().strip_prefix("impersonate-extra-")?;
-            let key = percent_encoding::percent_decode_str(key)
-                .decode_utf8_lossy()
-                .into_owned();
-            Some((key, v.to_str().ok()?.to_owned()))
-        })
-        .collect();
-    let Some(target) = target else {
-        if groups.is_empty() && uid.is_none() && extras.is_empty() {
-            return Ok(user);
-        }
-        return Err(Status::bad_request(
-            "requested impersonation of groups, extra values or a uid without impersonating a user",
-        )
-        .into());
-    };
-    let check = |group: &str, resource: &str, sub: &str, ns: &str, name: &str| {
-        authorize(
-            inner,
-            &user,
-            "impersonate",
-            Some(rbac::ResourceAttributes {
-                group: group.into(),
-                resource: resource.into(),
-                subresource: sub.into(),
-                namespace: ns.into(),
-                name: name.into(),
-            }),
-            "",
-        )
-    };
-    let service_account = target
-        .strip_prefix("system:serviceaccount:")
-        .and_then(|rest| rest.split_once(':'))
-        .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains(':'));
-    match service_account {
-        Some((ns, name)) => check("", "serviceaccounts", "", ns, name)?,
-        None => check("", "users", "", "", &target)?,
-    }
-    for g in &groups {
-        check("", "groups", "", "", g)?;
-    }
-    for (k, v) in &extras {
-        check("authentication.k8s.io", "userextras", k, "", v)?;
-    }
-    if let Some(u) = &uid {
-        check("authentication.k8s.io", "uids", "", "", u)?;
-    }
-    let mut groups = if !groups.is_empty() {
-        groups
-    } else if let Some((ns, _)) = service_account {
-        vec![
-            "system:serviceaccounts".to_owned(),
-            format!("system:serviceaccounts:{ns}"),
-        ]
-    } else {
-        Vec::new()
-    };
-    let has = |gs: &[String], g: &str| gs.iter().any(|x| x == g);
-    if target == "system:anonymous" {
-        if !has(&groups, "system:unauthenticated") {
-            groups.push("system:unauthenticated".into());
-        }
-    } else if !has(&groups, "system:authenticated") && !has(&groups, "system:unauthenticated") {
-        groups.push("system:authenticated".into());
-    }
-    Ok(User {
-        name: target,
-        groups,
-    })
 }
 
 fn insert_header(h: &mut HeaderMap, name: header::HeaderName, value: &str) {
@@ -685,9 +311,8 @@ async fn resource<B>(
     inner: &Arc<Inner>,
     catalog: Arc<crate::registry::Catalog>,
     r: ResourceRequest,
-    query: Query,
+    call: &mut Call,
     req: Request<B>,
-    user: User,
 ) -> ApiResult<Response<Body>>
 where
     B: http_body::Body<Data = Bytes> + Send + Unpin,
@@ -722,31 +347,6 @@ where
             }
         }
     }
-    // Watches are long-running and exempt from the in-flight limits, as upstream. The
-    // user's share is taken first: a user past it never holds a global place.
-    let _share = if r.verb == Verb::Watch || rbac::is_master(&user) {
-        None
-    } else {
-        Some(
-            inner
-                .per_user
-                .acquire(&user.name, inner.options.max_in_flight_per_user)?,
-        )
-    };
-    let _permit = if r.verb == Verb::Watch {
-        None
-    } else {
-        Some(inner.in_flight.try_acquire().map_err(|_| {
-            ApiError::from(
-                Status::failure(
-                    429,
-                    "TooManyRequests",
-                    "Too many requests, please try again later.",
-                )
-                .with_retry_after(1),
-            )
-        })?)
-    };
     let (parts, body) = req.into_parts();
     // A client that stalls its upload must not hold an in-flight slot for ever.
     let limit = inner.options.max_request_body_bytes;
@@ -776,104 +376,34 @@ where
         inner: inner.clone(),
         rt,
         req: r,
-        query,
+        query: std::mem::take(&mut call.query),
         headers: parts.headers,
         warnings: Vec::new(),
         late_warnings: Default::default(),
-        user,
+        user: call.user.clone(),
         applying: false,
     };
-    let gzip_ok = matches!(ctx.req.verb, Verb::Get | Verb::List) && ctx.accepts_gzip();
-    let mut resp = verbs::dispatch(&mut ctx, body).await?;
-    if gzip_ok {
-        resp = gzip(resp).await;
-    }
+    let result = verbs::dispatch(&mut ctx, body).await;
+    // Warnings go out with the response, whether it succeeded or not.
     let late = std::mem::take(
         ctx.late_warnings
             .get_mut()
             .unwrap_or_else(|p| p.into_inner()),
     );
-    ctx.warnings.extend(late);
-    for w in &ctx.warnings {
-        let v = format!("299 - {}", go_quote_header(w));
-        if let Ok(v) = HeaderValue::from_str(&v) {
-            resp.headers_mut().append(header::WARNING, v);
-        }
-    }
-    Ok(resp)
-}
-
-/// Responses at least this large are compressed when the client accepts gzip (`GZIP-01`).
-pub(crate) const GZIP_MIN_BYTES: u64 = 128 * 1024;
-
-fn accepts_gzip(v: &str) -> bool {
-    v.split(',').any(|e| {
-        let mut parts = e.split(';');
-        let name = parts.next().unwrap_or("").trim();
-        name.eq_ignore_ascii_case("gzip") && !parts.any(|p| p.trim() == "q=0")
-    })
+    call.warnings.append(&mut ctx.warnings);
+    call.warnings.extend(late);
+    result
 }
 
 impl verbs::Ctx {
     /// Whether the client takes gzip (`Accept-Encoding`).
     pub(crate) fn accepts_gzip(&self) -> bool {
-        header_str(&self.headers, header::ACCEPT_ENCODING).is_some_and(accepts_gzip)
+        header_str(&self.headers, header::ACCEPT_ENCODING).is_some_and(crate::stack::accepts_gzip)
     }
-}
-
-/// Compresses a complete (non-streaming) body of at least [`GZIP_MIN_BYTES`].
-async fn gzip(resp: Response<Body>) -> Response<Body> {
-    use std::io::Write as _;
-    let big = http_body::Body::size_hint(resp.body())
-        .exact()
-        .is_some_and(|n| n >= GZIP_MIN_BYTES);
-    if !big || resp.headers().contains_key(header::CONTENT_ENCODING) {
-        return resp;
-    }
-    let (mut parts, body) = resp.into_parts();
-    let Ok(collected) = body.collect().await;
-    let bytes = collected.to_bytes();
-    let mut enc = flate2::write::GzEncoder::new(
-        Vec::with_capacity(bytes.len() / 4),
-        flate2::Compression::fast(),
-    );
-    if enc.write_all(&bytes).is_err() {
-        return Response::from_parts(parts, body::full(bytes));
-    }
-    match enc.finish() {
-        Ok(compressed) => {
-            parts
-                .headers
-                .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-            parts
-                .headers
-                .append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
-            Response::from_parts(parts, body::full(compressed))
-        }
-        Err(_) => Response::from_parts(parts, body::full(bytes)),
-    }
-}
-
-/// Warning header text: a quoted string with `\` and `"` escaped (RFC 7234 §5.5).
-fn go_quote_header(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' | '\\' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// `read` within the body-read timeout (504 after).
-async fn within_body_timeout<T>(
+pub(crate) async fn within_body_timeout<T>(
     inner: &Inner,
     read: impl std::future::Future<Output = ApiResult<T>>,
 ) -> ApiResult<T> {
@@ -889,7 +419,7 @@ async fn within_body_timeout<T>(
 }
 
 /// Reads and drops a body of at most `limit` bytes (413 above).
-async fn discard_body<B>(mut body: B, limit: usize) -> ApiResult<()>
+pub(crate) async fn discard_body<B>(mut body: B, limit: usize) -> ApiResult<()>
 where
     B: http_body::Body<Data = Bytes> + Send + Unpin,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -917,7 +447,7 @@ where
     Ok(())
 }
 
-async fn read_body<B>(body: B, limit: usize) -> ApiResult<Bytes>
+pub(crate) async fn read_body<B>(body: B, limit: usize) -> ApiResult<Bytes>
 where
     B: http_body::Body<Data = Bytes> + Send + Unpin,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -944,22 +474,5 @@ where
                 Err(Status::bad_request(format!("unable to read the request body: {e}")).into())
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod selected_name_tests {
-    /// A list or watch of `metadata.name=X` is authorized for X (AUTH-01).
-    #[test]
-    fn exact_name_terms() {
-        use super::selected_name;
-        assert_eq!(selected_name(Some("metadata.name=a")), Some("a".into()));
-        assert_eq!(
-            selected_name(Some("x=y,metadata.name==b")),
-            Some("b".into())
-        );
-        assert_eq!(selected_name(Some("metadata.name!=a")), None);
-        assert_eq!(selected_name(Some("metadata.namespace=a")), None);
-        assert_eq!(selected_name(None), None);
     }
 }

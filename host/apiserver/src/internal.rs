@@ -51,7 +51,7 @@ pub(crate) fn call<'a>(
             )
             .body(Full::new(bytes))
             .map_err(|e| e.to_string())?;
-        let resp = crate::handler::handle(inner, req, Some(user)).await;
+        let resp = crate::stack::handle(inner, req, Some(user)).await;
         let code = resp.status().as_u16();
         let bytes = resp
             .into_body()

@@ -51,6 +51,7 @@ pub mod registry;
 mod reviews;
 pub mod sa_token;
 pub mod serve;
+mod stack;
 mod verbs;
 mod version;
 
@@ -72,6 +73,9 @@ pub struct Options {
     pub bookmark_interval: Duration,
     /// Watches without `timeoutSeconds` end after a random time in [1x, 2x) of this.
     pub min_request_timeout: Duration,
+    /// Longest a request that is not long-running (a watch) may take: its `timeout=` when
+    /// shorter, `504` after (kube-apiserver's `--request-timeout`).
+    pub request_timeout: Duration,
     /// Largest accepted request body (413 above).
     pub max_request_body_bytes: usize,
     /// How long a request body may take to arrive (504 after).
@@ -110,6 +114,7 @@ impl Default for Options {
         Options {
             bookmark_interval: Duration::from_secs(60),
             min_request_timeout: Duration::from_secs(1800),
+            request_timeout: Duration::from_secs(60),
             max_request_body_bytes: 3 * 1024 * 1024,
             body_read_timeout: Duration::from_secs(60),
             max_in_flight: 1000,
@@ -227,7 +232,7 @@ impl ApiServer {
         B: http_body::Body<Data = Bytes> + Send + Unpin,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        handler::handle(&self.inner, req, user).await
+        stack::handle(&self.inner, req, user).await
     }
 
     /// Starts shutting down: readyz fails and every watch ends cleanly.

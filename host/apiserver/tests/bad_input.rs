@@ -21,7 +21,8 @@ fn many_keys(n: usize) -> Value {
 
 /// ConfigMap keys are checked for duplicates in linear time, and a large body is decoded
 /// and validated without starving the runtime: `/readyz` answers while two 100,000-key
-/// creates run (a quadratic check took 11 s of CPU per request).
+/// creates run (a quadratic check took 11 s of CPU per request). Valid, they are then too
+/// large to store (2.8 MB with their managed fields; etcd's 1.5 MiB limit): 413.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hundred_thousand_keys_are_validated_in_linear_time() {
     let s = std::sync::Arc::new(Server::new().await);
@@ -36,7 +37,7 @@ async fn hundred_thousand_keys_are_validated_in_linear_time() {
                     json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":format!("big{i}")},"data":many_keys(100_000)}),
                 )
                 .await
-                .expect(201);
+                .expect(413);
             })
         })
         .collect();
@@ -61,8 +62,7 @@ async fn hundred_thousand_keys_are_validated_in_linear_time() {
         slowest < Duration::from_secs(5),
         "readyz waited {slowest:?}"
     );
-    let big = s.get(&format!("{CM}/big0")).await.expect(200).json();
-    assert_eq!(big["data"].as_object().unwrap().len(), 100_000);
+    s.get(&format!("{CM}/big0")).await.expect(404);
 }
 
 /// A key in both `data` and `binaryData` is reported once per duplicate, as kube does.

@@ -254,6 +254,63 @@ async fn meta_02_generate_name_and_name_validation() {
     );
 }
 
+/// Per-request deadlines (issue 12, kube's `WithRequestDeadline`): a request still
+/// running at its `timeout=` is 504 `Timeout` worded as kube's; `timeout=` cannot extend
+/// the server's `request_timeout`; a malformed one is 400; watches are long-running and
+/// not cut by it.
+#[tokio::test]
+async fn requests_end_at_their_timeout_with_504() {
+    let s = Server::with(Options {
+        // A read of a future revision waits this long before its own 504.
+        resource_version_wait: Duration::from_millis(2500),
+        request_timeout: Duration::from_secs(2),
+        ..Options::default()
+    })
+    .await;
+    let started = std::time::Instant::now();
+    let r = s
+        .get("/api/v1/namespaces?resourceVersion=999999&timeout=300ms")
+        .await
+        .expect(504);
+    assert_eq!(r.reason(), "Timeout");
+    assert_eq!(
+        r.json()["message"],
+        "Timeout: request did not complete within requested timeout - context deadline exceeded"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    // Longer than the server allows: the server's 2 s.
+    let started = std::time::Instant::now();
+    s.get("/api/v1/namespaces?resourceVersion=999999&timeout=1h")
+        .await
+        .expect(504);
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+    let r = s.get("/api/v1/namespaces?timeout=soon").await.expect(400);
+    assert_eq!(
+        r.json()["message"],
+        "invalid timeout specified in the request URL - time: invalid duration \"soon\""
+    );
+    s.get("/api/v1/namespaces?timeout=10s").await.expect(200);
+    // Watches are long-running: no deadline. One that waits for a future revision ends
+    // with its own 504 after the wait, not with the request timeout's.
+    let r = s
+        .get("/api/v1/namespaces?watch=true&resourceVersion=999999&timeout=300ms")
+        .await
+        .expect(504);
+    assert!(
+        r.text().contains("Too large resource version"),
+        "{}",
+        r.text()
+    );
+}
+
 /// An object under the body limit (3 MiB) but over the store's (1.5 MiB, etcd's) is 413
 /// and not stored; one just under it is stored (issue 12, "object <= 1.5 MiB in the
 /// store"). A Role, since ConfigMaps and Secrets stop at 1 MiB of data.

@@ -177,6 +177,9 @@ pub struct Limits {
     pub compaction_interval_seconds: u64,
     /// Watches without `timeoutSeconds` end after [1x, 2x) of this many seconds.
     pub min_request_timeout_seconds: u64,
+    /// Seconds any other request may take (a shorter `timeout=` wins), then `504`
+    /// (kube-apiserver's `--request-timeout`).
+    pub request_timeout_seconds: u64,
     /// Seconds in-flight requests get to finish at shutdown.
     pub shutdown_drain_seconds: u64,
     /// Seconds a client may take for the TLS handshake and for each request's headers.
@@ -197,6 +200,7 @@ impl Default for Limits {
             history_retention_seconds: 300,
             compaction_interval_seconds: 60,
             min_request_timeout_seconds: 1800,
+            request_timeout_seconds: 60,
             shutdown_drain_seconds: 30,
             header_read_timeout_seconds: 32,
             idle_timeout_seconds: 90,
@@ -224,6 +228,7 @@ impl Limits {
         wasmgate_apiserver::Options {
             bookmark_interval: Duration::from_secs(self.bookmark_interval_seconds.max(1)),
             min_request_timeout: Duration::from_secs(self.min_request_timeout_seconds.max(1)),
+            request_timeout: Duration::from_secs(self.request_timeout_seconds.max(1)),
             max_request_body_bytes: self.max_request_body_bytes,
             max_in_flight: self.max_in_flight,
             max_in_flight_per_user: self.max_in_flight_per_user,
