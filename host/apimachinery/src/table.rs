@@ -328,6 +328,8 @@ const DESC_EVENT_FIRST_TIMESTAMP: &str =
     "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)";
 const DESC_EVENT_COUNT: &str = "The number of times this event has occurred.";
 const DESC_LEASE_HOLDER: &str = "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.";
+const DESC_WEBHOOKS: &str =
+    "Webhooks indicates the number of webhooks registered in this configuration";
 
 fn name_column() -> ColumnDefinition {
     ColumnDefinition::new("Name", "string", "name", DESC_NAME, 0)
@@ -397,6 +399,14 @@ pub fn builtin_columns(group: &str, resource: &str) -> Option<Vec<ColumnDefiniti
             ColumnDefinition::new("Holder", "string", "", DESC_LEASE_HOLDER, 0),
             age_column(),
         ],
+        (
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations" | "validatingwebhookconfigurations",
+        ) => vec![
+            name_column(),
+            ColumnDefinition::new("Webhooks", "integer", "", DESC_WEBHOOKS, 0),
+            age_column(),
+        ],
         _ => return None,
     };
     Some(columns)
@@ -443,6 +453,11 @@ pub fn builtin_cells(
                 age(),
             ]
         }
+        // printMutatingWebhook / printValidatingWebhook: int64(len(webhooks)).
+        (
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations" | "validatingwebhookconfigurations",
+        ) => vec![name(), Value::from(len_at(obj, &["webhooks"])), age()],
         _ => return None,
     };
     Some(cells)

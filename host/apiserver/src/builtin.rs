@@ -67,6 +67,11 @@ pub fn prepare_for_create(t: &ResourceType, obj: &mut Value) {
             obj["spec"] = json!({"finalizers": [NAMESPACE_FINALIZER]});
         }
         Some(Builtin::Secret) => normalize_secret(obj),
+        Some(
+            b @ (Builtin::MutatingWebhookConfiguration | Builtin::ValidatingWebhookConfiguration),
+        ) => {
+            crate::webhooks::config::set_defaults(obj, b == Builtin::MutatingWebhookConfiguration);
+        }
         _ => {}
     }
 }
@@ -110,6 +115,15 @@ pub fn prepare_for_update(
             }
         }
         (Some(Builtin::Secret), _) => normalize_secret(new),
+        (
+            Some(
+                b @ (Builtin::MutatingWebhookConfiguration
+                | Builtin::ValidatingWebhookConfiguration),
+            ),
+            _,
+        ) => {
+            crate::webhooks::config::set_defaults(new, b == Builtin::MutatingWebhookConfiguration);
+        }
         _ => {}
     }
 }
@@ -260,6 +274,14 @@ pub fn validate(t: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Field
                 obj,
                 old,
                 b == Builtin::RoleBinding,
+            ));
+        }
+        Some(
+            b @ (Builtin::MutatingWebhookConfiguration | Builtin::ValidatingWebhookConfiguration),
+        ) => {
+            errs.extend(crate::webhooks::config::validate(
+                obj,
+                b == Builtin::MutatingWebhookConfiguration,
             ));
         }
         _ => {}

@@ -213,8 +213,12 @@ mod tests {
             .unwrap();
         assert_eq!(ns["scope"], "Cluster");
         let apis = aggregated(&cat, false, DiscoveryOutput::AggregatedV2);
-        assert_eq!(apis["items"][0]["metadata"]["name"], "apiextensions.k8s.io");
-        assert_eq!(apis["items"][1]["metadata"]["name"], "coordination.k8s.io");
+        assert_eq!(
+            apis["items"][0]["metadata"]["name"],
+            "admissionregistration.k8s.io"
+        );
+        assert_eq!(apis["items"][1]["metadata"]["name"], "apiextensions.k8s.io");
+        assert_eq!(apis["items"][2]["metadata"]["name"], "coordination.k8s.io");
         let list = api_resource_list(&cat, "", "v1").unwrap();
         assert!(
             list["resources"]

@@ -45,6 +45,7 @@ mod namespaces;
 mod object;
 mod openapi;
 mod openapi_text;
+mod outbound;
 pub mod plugins;
 mod rbac;
 pub mod registry;
@@ -54,6 +55,7 @@ pub mod serve;
 mod stack;
 mod verbs;
 mod version;
+mod webhooks;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -173,6 +175,10 @@ pub(crate) struct Inner {
     pub(crate) plugins: plugins::Plugins,
     /// What `/metrics` exports.
     pub(crate) metrics: metrics::Metrics,
+    /// The admission webhooks in force ([`webhooks::Index`]), rebuilt on every change.
+    pub(crate) webhooks: watch::Sender<Arc<webhooks::Index>>,
+    /// The one outbound HTTPS client (webhooks).
+    pub(crate) outbound: outbound::Outbound,
 }
 
 impl ApiServer {
@@ -197,6 +203,8 @@ impl ApiServer {
             crd_synced: watch::Sender::new(0),
             rbac: watch::Sender::new(Arc::new(rbac::Index::default())),
             crd_cleanups: std::sync::Mutex::new(std::collections::HashSet::new()),
+            webhooks: watch::Sender::new(Arc::new(webhooks::Index::default())),
+            outbound: outbound::Outbound::new(),
         });
         namespaces::bootstrap(&inner)
             .await
@@ -206,6 +214,11 @@ impl ApiServer {
         rbac::bootstrap(&inner)
             .await
             .map_err(ApiServerError::Bootstrap)?;
+        // Admit with the stored webhook configurations from the first request on.
+        webhooks::sync(&inner)
+            .await
+            .map_err(ApiServerError::Bootstrap)?;
+        tokio::spawn(webhooks::run(Arc::downgrade(&inner)));
         // Serve every stored CRD from the first request on (a restart keeps them).
         crd_controller::sync(&inner)
             .await

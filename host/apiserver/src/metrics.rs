@@ -1,5 +1,6 @@
 //! Prometheus metrics (`GET /metrics`, text exposition format), with the
-//! `prometheus-client` crate: per-plugin calls, denials, errors by cause and call latency.
+//! `prometheus-client` crate: per-plugin calls, denials, errors by cause and call latency;
+//! per-webhook calls by outcome and latency.
 
 use std::time::Duration;
 
@@ -23,6 +24,21 @@ struct ErrorLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WebhookLabels {
+    webhook: String,
+    /// `admit` (mutating) or `validating`, as kube's webhook metrics name them.
+    r#type: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WebhookOutcomeLabels {
+    webhook: String,
+    r#type: &'static str,
+    /// `allowed`, `denied`, or why it gave no answer (`call`, `invalid-response`).
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PluginLabels {
     plugin: String,
 }
@@ -35,6 +51,8 @@ pub(crate) struct Metrics {
     denials: Family<PluginLabels, Counter>,
     ignored: Family<PluginLabels, Counter>,
     latency: Family<CallLabels, Histogram>,
+    webhook_calls: Family<WebhookOutcomeLabels, Counter>,
+    webhook_latency: Family<WebhookLabels, Histogram>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -74,6 +92,20 @@ impl Metrics {
             "Duration of Wasm plugin calls, instantiation included",
             latency.clone(),
         );
+        let webhook_calls = Family::<WebhookOutcomeLabels, Counter>::default();
+        let webhook_latency = Family::<WebhookLabels, Histogram>::new_with_constructor(
+            latency_histogram as fn() -> _,
+        );
+        registry.register(
+            "webhook_calls",
+            "Calls of admission webhooks, by outcome (allowed, denied, call, invalid-response)",
+            webhook_calls.clone(),
+        );
+        registry.register(
+            "webhook_call_duration_seconds",
+            "Duration of admission webhook calls, connection included",
+            webhook_latency.clone(),
+        );
         Metrics {
             registry,
             calls,
@@ -81,6 +113,8 @@ impl Metrics {
             denials,
             ignored,
             latency,
+            webhook_calls,
+            webhook_latency,
         }
     }
 
@@ -121,6 +155,30 @@ impl Metrics {
         self.ignored
             .get_or_create(&PluginLabels {
                 plugin: plugin.to_owned(),
+            })
+            .inc();
+    }
+
+    /// One call of an admission webhook (`mutating` or validating) that took `took`.
+    pub(crate) fn webhook_call(
+        &self,
+        webhook: &str,
+        mutating: bool,
+        took: Duration,
+        outcome: &'static str,
+    ) {
+        let r#type = if mutating { "admit" } else { "validating" };
+        self.webhook_latency
+            .get_or_create(&WebhookLabels {
+                webhook: webhook.to_owned(),
+                r#type,
+            })
+            .observe(took.as_secs_f64());
+        self.webhook_calls
+            .get_or_create(&WebhookOutcomeLabels {
+                webhook: webhook.to_owned(),
+                r#type,
+                outcome,
             })
             .inc();
     }

@@ -24,6 +24,9 @@ pub fn builtin_definitions() -> &'static Map<String, Value> {
 }
 
 fn generate_definitions() -> Map<String, Value> {
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
     use k8s_openapi::api::autoscaling::v1::Scale;
     use k8s_openapi::api::coordination::v1::Lease;
     use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Secret, ServiceAccount};
@@ -41,6 +44,8 @@ fn generate_definitions() -> Map<String, Value> {
     generator.subschema_for::<RoleBinding>();
     generator.subschema_for::<ClusterRole>();
     generator.subschema_for::<ClusterRoleBinding>();
+    generator.subschema_for::<MutatingWebhookConfiguration>();
+    generator.subschema_for::<ValidatingWebhookConfiguration>();
     generator.subschema_for::<DeleteOptions>();
     generator.subschema_for::<Status>();
     generator.subschema_for::<ListMeta>();

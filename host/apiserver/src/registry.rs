@@ -36,6 +36,10 @@ pub enum Builtin {
     ClusterRole,
     /// rbac.authorization.k8s.io/v1 ClusterRoleBinding.
     ClusterRoleBinding,
+    /// admissionregistration.k8s.io/v1 MutatingWebhookConfiguration.
+    MutatingWebhookConfiguration,
+    /// admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration.
+    ValidatingWebhookConfiguration,
 }
 
 /// Who implements a resource type.
@@ -372,7 +376,37 @@ pub fn builtin_types() -> Vec<ResourceType> {
             "io.k8s.api.rbac.v1.ClusterRoleBinding",
             Builtin::ClusterRoleBinding,
         ),
+        webhook_configuration(true),
+        webhook_configuration(false),
     ]
+}
+
+/// `mutatingwebhookconfigurations` or `validatingwebhookconfigurations`.
+fn webhook_configuration(mutating: bool) -> ResourceType {
+    let (kind, which) = if mutating {
+        (
+            "MutatingWebhookConfiguration",
+            Builtin::MutatingWebhookConfiguration,
+        )
+    } else {
+        (
+            "ValidatingWebhookConfiguration",
+            Builtin::ValidatingWebhookConfiguration,
+        )
+    };
+    let singular = kind.to_ascii_lowercase();
+    let mut t = builtin(
+        crate::webhooks::GROUP,
+        &format!("{singular}s"),
+        &singular,
+        kind,
+        &[],
+        false,
+        &format!("io.k8s.api.admissionregistration.v1.{kind}"),
+        which,
+    );
+    t.categories = vec!["api-extensions".into()];
+    t
 }
 
 /// One consistent set of resource types.

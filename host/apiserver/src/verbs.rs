@@ -784,6 +784,12 @@ impl Ctx {
                 | Builtin::ClusterRole
                 | Builtin::ClusterRoleBinding,
             ) => crate::rbac::wait_for(&self.inner, revision).await,
+            // The next request is admitted with this webhook configuration.
+            Some(
+                Builtin::MutatingWebhookConfiguration | Builtin::ValidatingWebhookConfiguration,
+            ) => {
+                crate::webhooks::wait_for(&self.inner, revision).await;
+            }
             _ => {}
         }
     }

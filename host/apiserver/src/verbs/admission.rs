@@ -1,6 +1,6 @@
-//! Admission by Wasm plugins in the write path (ARCHITECTURE.md "The write path"):
-//! mutating plugins in order, then (after the caller validated the mutated object again)
-//! validating plugins. What kube-apiserver does with admission webhooks, with the same
+//! Admission by Wasm plugins and admission webhooks in the write path (ARCHITECTURE.md
+//! "The write path"): mutating plugins in order, then mutating webhooks (`webhooks`), then
+//! (after the caller validated the mutated object again) validating plugins and webhooks. What kube-apiserver does with admission webhooks, with the same
 //! wording: a denial is `admission plugin "NAME" denied the request: MESSAGE` with the
 //! plugin's code (403 when it gives none), reason and causes; a failing plugin
 //! (trap, timeout, out of memory, malformed result) is a 500 `InternalError` under
@@ -22,10 +22,13 @@ use super::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::object::{self, meta, meta_str};
 use crate::plugins::{Binding, FailurePolicy, Op};
+use crate::webhooks::{self, Webhook};
 
-/// The plugins one request goes through, and the request they are sent.
+/// The plugins and webhooks one request goes through, and the request they are sent.
 pub(crate) struct Admission {
     bindings: Vec<Arc<Binding>>,
+    mutating_webhooks: Vec<Arc<Webhook>>,
+    validating_webhooks: Vec<Arc<Webhook>>,
     req: AdmissionRequest,
     inner: Arc<crate::Inner>,
 }
@@ -39,9 +42,13 @@ pub(crate) enum AdmissionError {
     /// A plugin failed (trap, timeout, out of memory, malformed result) under
     /// `failurePolicy: Fail`.
     Failed { plugin: String, error: CallError },
+    /// A webhook said no, or failed under `failurePolicy: Fail` (the Status worded as
+    /// kube's, `webhooks::call`).
+    Webhook(Box<Status>),
     /// A mutation changed what the object is (kind, apiVersion, name, namespace, uid).
     IdentityChanged {
-        plugin: String,
+        /// `plugin "NAME"` or `webhook "NAME"`.
+        who: String,
         field: &'static str,
         was: Option<String>,
         is: Option<String>,
@@ -73,6 +80,7 @@ impl AdmissionError {
     /// What the client gets.
     pub(crate) fn status(&self) -> Status {
         match self {
+            AdmissionError::Webhook(s) => (**s).clone(),
             AdmissionError::Denied(d) => {
                 let (name, group, kind) = &d.object;
                 let mut s = denial_status(&d.plugin, d.status.as_ref());
@@ -95,7 +103,7 @@ impl AdmissionError {
                 s
             }
             AdmissionError::IdentityChanged {
-                plugin,
+                who,
                 field,
                 was,
                 is,
@@ -104,14 +112,14 @@ impl AdmissionError {
                     500,
                     "InternalError",
                     format!(
-                        "Internal error occurred: plugin {plugin:?} changed {field} from {:?} to {:?}; a mutation may not change what the object is",
+                        "Internal error occurred: {who} changed {field} from {:?} to {:?}; a mutation may not change what the object is",
                         was.as_deref().unwrap_or(""),
                         is.as_deref().unwrap_or("")
                     ),
                 );
                 s.details.causes = vec![StatusCause {
                     reason: "FieldValueForbidden".into(),
-                    message: format!("plugin {plugin:?} may not change {field}"),
+                    message: format!("{who} may not change {field}"),
                     field: (*field).into(),
                 }];
                 s
@@ -188,15 +196,17 @@ impl Ctx {
         dry_run: bool,
     ) -> ApiResult<Option<Admission>> {
         let all = self.inner.plugins.snapshot();
+        let hooks = self.inner.webhooks.borrow().clone();
         // WasmPlugin objects are exempt, as kube exempts webhook configurations from
         // webhooks: a broken plugin bound to every group can always be fixed or removed.
-        if all.is_empty() || self.rt.group == crate::plugins::crd::GROUP {
+        if (all.is_empty() && hooks.is_empty()) || self.rt.group == crate::plugins::crd::GROUP {
             return Ok(None);
         }
-        let labels = obj
-            .or(old)
-            .and_then(|o| meta(o).get("labels"))
-            .and_then(Value::as_object);
+        fn labels_of(o: Option<&Value>) -> Option<&serde_json::Map<String, Value>> {
+            o.and_then(|o| meta(o).get("labels"))
+                .and_then(Value::as_object)
+        }
+        let labels = labels_of(obj.or(old));
         let sub = self.req.subresource.as_deref();
         let mut bindings: Vec<Arc<Binding>> = all
             .iter()
@@ -204,15 +214,42 @@ impl Ctx {
             .filter(|b| b.admits(&self.rt.group, &self.rt.resource, sub, op, labels))
             .cloned()
             .collect();
-        if bindings.iter().any(|b| b.namespace_selector.is_some()) {
-            let ns_labels = self.namespace_labels().await?;
+        let (mut mutating_webhooks, mut validating_webhooks) = if hooks.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            hooks.matching(&webhooks::Attributes {
+                group: &self.rt.group,
+                version: &self.req.version,
+                resource: &self.rt.resource,
+                subresource: sub,
+                op,
+                namespaced: self.rt.namespaced,
+                served_versions: &self.rt.versions,
+                labels: labels_of(obj),
+                old_labels: labels_of(old),
+            })
+        };
+        let namespace_object = self.rt.group.is_empty() && self.rt.resource == "namespaces";
+        let selects = bindings.iter().any(|b| b.namespace_selector.is_some())
+            || mutating_webhooks
+                .iter()
+                .chain(&validating_webhooks)
+                .any(|h| h.selects_namespaces());
+        if selects && (self.rt.namespaced || namespace_object) {
+            let ns_labels = if namespace_object {
+                labels.cloned()
+            } else {
+                self.namespace_labels().await?
+            };
             bindings.retain(|b| {
                 b.namespace_selector
                     .as_ref()
                     .is_none_or(|s| !self.rt.namespaced || s.matches(ns_labels.as_ref()))
             });
+            mutating_webhooks.retain(|h| h.matches_namespace(ns_labels.as_ref()));
+            validating_webhooks.retain(|h| h.matches_namespace(ns_labels.as_ref()));
         }
-        if bindings.is_empty() {
+        if bindings.is_empty() && mutating_webhooks.is_empty() && validating_webhooks.is_empty() {
             return Ok(None);
         }
         let gvk = GroupVersionKind {
@@ -258,6 +295,8 @@ impl Ctx {
         };
         Ok(Some(Admission {
             bindings,
+            mutating_webhooks,
+            validating_webhooks,
             req,
             inner: self.inner.clone(),
         }))
@@ -319,7 +358,71 @@ impl Admission {
             }
             check_identity(b, &before, obj)?;
         }
+        // Then the mutating webhooks, in order; one with `reinvocationPolicy: IfNeeded`
+        // runs once more when a later one changed the object after it ran.
+        let hooks = self.mutating_webhooks.clone();
+        let mut last_change = None;
+        let mut ran = Vec::with_capacity(hooks.len());
+        for (i, h) in hooks.iter().enumerate() {
+            if self.mutate_webhook(h, obj, warnings).await? {
+                changed = true;
+                last_change = Some(i);
+            }
+            ran.push(i);
+        }
+        if let Some(last) = last_change {
+            for (i, h) in hooks.iter().enumerate() {
+                if h.reinvoke && ran.contains(&i) && i < last {
+                    changed |= self.mutate_webhook(h, obj, warnings).await?;
+                }
+            }
+        }
         Ok(changed)
+    }
+
+    /// One mutating webhook on `obj`; whether it changed it.
+    async fn mutate_webhook(
+        &mut self,
+        h: &Webhook,
+        obj: &mut Value,
+        warnings: &mut Vec<String>,
+    ) -> ApiResult<bool> {
+        let sent = self.req.object.get_or_insert_with(|| obj.to_string()).len();
+        let resp = match webhooks::call::call(&self.inner, h, &self.req).await {
+            Ok(r) => r,
+            Err(f) => {
+                webhook_failed(h, &f, warnings)?;
+                return Ok(false);
+            }
+        };
+        warnings.extend(resp.warnings.iter().cloned());
+        if !resp.allowed {
+            return Err(
+                AdmissionError::Webhook(Box::new(webhooks::call::denial_status(
+                    h,
+                    resp.status.as_ref(),
+                )))
+                .into(),
+            );
+        }
+        let Some(mutation) = resp.mutation else {
+            return Ok(false);
+        };
+        let before = Identity::of(obj);
+        let max = self.inner.options.max_request_body_bytes;
+        match apply(obj, mutation, sent, max) {
+            Ok(true) => {
+                self.req.object = None;
+                check_identity_of(&h.name, "webhook", &before, obj)?;
+                Ok(true)
+            }
+            Ok(false) => Ok(false),
+            Err(e) => {
+                let f = webhooks::call::CallFailure::Invalid(e.to_string());
+                webhook_failed(h, &f, warnings)?;
+                Ok(false)
+            }
+        }
     }
 
     /// Runs the validating plugins (all of them, concurrently) on `obj` (`None`: a
@@ -341,10 +444,18 @@ impl Admission {
             self.bindings.iter().filter(|b| b.hooks.validate).collect();
         let req = &self.req;
         let metrics = &self.inner.metrics;
-        let results = futures_util::future::join_all(
-            validators
-                .iter()
-                .map(|b| b.call(metrics, "validate", b.plugin.validate(req))),
+        let inner = &self.inner;
+        let (results, answers) = futures_util::future::join(
+            futures_util::future::join_all(
+                validators
+                    .iter()
+                    .map(|b| b.call(metrics, "validate", b.plugin.validate(req))),
+            ),
+            futures_util::future::join_all(
+                self.validating_webhooks
+                    .iter()
+                    .map(|h| webhooks::call::call(inner, h, req)),
+            ),
         )
         .await;
         for (b, r) in validators.into_iter().zip(results) {
@@ -353,6 +464,20 @@ impl Admission {
                     respond(metrics, b, req, resp, warnings)?;
                 }
                 Err(e) => failed(metrics, b, e, warnings)?,
+            }
+        }
+        for (h, r) in self.validating_webhooks.iter().zip(answers) {
+            match r {
+                Ok(resp) => {
+                    warnings.extend(resp.warnings.iter().cloned());
+                    if !resp.allowed {
+                        return Err(AdmissionError::Webhook(Box::new(
+                            webhooks::call::denial_status(h, resp.status.as_ref()),
+                        ))
+                        .into());
+                    }
+                }
+                Err(f) => webhook_failed(h, &f, warnings)?,
             }
         }
         Ok(())
@@ -394,6 +519,29 @@ fn failed(
             warnings.push(format!(
                 "failed calling plugin {:?} (failurePolicy Ignore, request allowed): {e}",
                 b.name
+            ));
+            Ok(())
+        }
+    }
+}
+
+/// A webhook that gave no usable answer, under its failure policy: the request's error
+/// (`Fail`), or a warning and on (`Ignore`).
+fn webhook_failed(
+    h: &Webhook,
+    f: &webhooks::call::CallFailure,
+    warnings: &mut Vec<String>,
+) -> Result<(), AdmissionError> {
+    tracing::warn!(webhook = %h.name, configuration = %h.configuration, cause = f.cause(), "webhook call failed: {}", f.message());
+    match h.failure_policy {
+        webhooks::config::FailurePolicy::Fail => Err(AdmissionError::Webhook(Box::new(
+            webhooks::call::failure_status(h, f),
+        ))),
+        webhooks::config::FailurePolicy::Ignore => {
+            warnings.push(format!(
+                "failed calling webhook {:?} (failurePolicy Ignore, request allowed): {}",
+                h.name,
+                f.message()
             ));
             Ok(())
         }
@@ -489,11 +637,21 @@ impl Identity {
 
 /// A mutation may not change what the object is ([`Identity`]).
 fn check_identity(b: &Binding, before: &Identity, after: &Value) -> Result<(), AdmissionError> {
+    check_identity_of(&b.name, "plugin", before, after)
+}
+
+/// [`check_identity`] for a plugin or webhook (`what`) named `name`.
+fn check_identity_of(
+    name: &str,
+    what: &str,
+    before: &Identity,
+    after: &Value,
+) -> Result<(), AdmissionError> {
     let after = Identity::of(after);
     for ((field, was), is) in IDENTITY_FIELDS.iter().zip(&before.0).zip(&after.0) {
         if was != is {
             return Err(AdmissionError::IdentityChanged {
-                plugin: b.name.clone(),
+                who: format!("{what} {name:?}"),
                 field,
                 was: was.clone(),
                 is: is.clone(),
@@ -573,7 +731,7 @@ mod tests {
         );
         assert_eq!(timeout.details.causes[0].reason, "timeout");
         let renamed = AdmissionError::IdentityChanged {
-            plugin: "p".into(),
+            who: "plugin \"p\"".into(),
             field: "metadata.name",
             was: Some("a".into()),
             is: Some("b".into()),

@@ -1,0 +1,479 @@
+//! Admission webhooks (issue 13, item 3), against a real HTTPS webhook served by this test:
+//! configurations validated and defaulted as kube does; validating and mutating webhooks
+//! called with an `AdmissionReview` v1 and obeyed; denials and failures worded as
+//! kube-apiserver words them; a webhook that hangs, answers garbage, answers for another
+//! uid or presents a certificate the caBundle does not trust is decided by its
+//! `failurePolicy` within `timeoutSeconds`.
+#![allow(clippy::unwrap_used, reason = "test code")]
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http::{Method, Request, Response};
+use http_body_util::{BodyExt, Full};
+use serde_json::{Value, json};
+
+mod common;
+use common::Server;
+
+/// An HTTPS admission webhook on 127.0.0.1 with a certificate from its own CA.
+struct Fixture {
+    port: u16,
+    /// The CA's certificate, PEM.
+    ca: String,
+    calls: Arc<AtomicUsize>,
+}
+
+fn certificates() -> (
+    String,
+    rustls::pki_types::CertificateDer<'static>,
+    rustls::pki_types::PrivateKeyDer<'static>,
+) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, &ca_key);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
+    let leaf = params.signed_by(&key, &issuer).unwrap();
+    (
+        ca.pem(),
+        leaf.der().clone(),
+        rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
+    )
+}
+
+/// What the fixture answers, by path: `/deny-labelled` denies objects labelled
+/// `deny=yes` (403, a message) and warns otherwise; `/label` adds the label
+/// `mutated=by-webhook`; `/hang` never answers; `/garbage` is not JSON; `/wrong-uid`
+/// answers for another request.
+fn answer(path: &str, review: &Value) -> Option<Vec<u8>> {
+    let uid = review["request"]["uid"].as_str().unwrap_or("").to_owned();
+    let object = &review["request"]["object"];
+    let response = match path {
+        "/deny-labelled" => {
+            if object["metadata"]["labels"]["deny"] == "yes" {
+                json!({"uid": uid, "allowed": false, "status": {"code": 403, "reason": "Forbidden", "message": "objects labelled deny=yes are refused"}})
+            } else {
+                json!({"uid": uid, "allowed": true, "warnings": ["checked by the webhook"]})
+            }
+        }
+        "/label" => {
+            let has_labels = object["metadata"]["labels"].is_object();
+            let patch = if has_labels {
+                json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "by-webhook"}])
+            } else {
+                json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "by-webhook"}}])
+            };
+            let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
+            json!({"uid": uid, "allowed": true, "patch": patch, "patchType": "JSONPatch"})
+        }
+        "/hang" => return None,
+        "/garbage" => return Some(b"this is not an AdmissionReview".to_vec()),
+        "/wrong-uid" => json!({"uid": "someone-else", "allowed": true}),
+        _ => json!({"uid": uid, "allowed": true}),
+    };
+    Some(
+        serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": response,
+        }))
+        .unwrap(),
+    )
+}
+
+async fn fixture() -> Fixture {
+    let (ca, cert, key) = certificates();
+    let mut tls = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .unwrap();
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            let calls = counted.clone();
+            tokio::spawn(async move {
+                let Ok(stream) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service =
+                    hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                        let calls = calls.clone();
+                        async move {
+                            calls.fetch_add(1, Ordering::SeqCst);
+                            let path = req.uri().path().to_owned();
+                            let body = req.into_body().collect().await.unwrap().to_bytes();
+                            let review: Value =
+                                serde_json::from_slice(&body).unwrap_or(Value::Null);
+                            let out = match answer(&path, &review) {
+                                Some(b) => b,
+                                None => {
+                                    tokio::time::sleep(Duration::from_secs(60)).await;
+                                    Vec::new()
+                                }
+                            };
+                            Ok::<_, Infallible>(
+                                Response::builder()
+                                    .header("content-type", "application/json")
+                                    .body(Full::new(Bytes::from(out)))
+                                    .unwrap(),
+                            )
+                        }
+                    });
+                let _ = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+            });
+        }
+    });
+    Fixture { port, ca, calls }
+}
+
+impl Fixture {
+    fn client_config(&self, path: &str) -> Value {
+        json!({
+            "url": format!("https://127.0.0.1:{}{path}", self.port),
+            "caBundle": base64::engine::general_purpose::STANDARD.encode(&self.ca),
+        })
+    }
+}
+
+const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+const MUTATING: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+fn configmap_rule() -> Value {
+    json!([{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}])
+}
+
+fn configuration(name: &str, hook: &str, client: Value, extra: Value) -> Value {
+    let mut h = json!({
+        "name": hook,
+        "clientConfig": client,
+        "rules": configmap_rule(),
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        h[k] = v.clone();
+    }
+    json!({"metadata": {"name": name}, "webhooks": [h]})
+}
+
+fn cm(name: &str, labels: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}})
+}
+
+/// Issue 13: a validating webhook denies with kube's wording and the webhook's own
+/// code; an allowed request carries its warnings; the configuration is defaulted.
+#[tokio::test]
+async fn a_validating_webhook_denies_and_warns() {
+    let s = Server::new().await;
+    let f = fixture().await;
+    let created = s
+        .req(
+            Method::POST,
+            VALIDATING,
+            configuration(
+                "deny",
+                "deny.example.com",
+                f.client_config("/deny-labelled"),
+                json!({}),
+            ),
+        )
+        .await
+        .expect(201)
+        .json();
+    let hook = &created["webhooks"][0];
+    assert_eq!(hook["failurePolicy"], "Fail");
+    assert_eq!(hook["matchPolicy"], "Equivalent");
+    assert_eq!(hook["timeoutSeconds"], 10);
+    assert_eq!(hook["rules"][0]["scope"], "*");
+    let r = s
+        .req(Method::POST, CMS, cm("bad", json!({"deny": "yes"})))
+        .await
+        .expect(403);
+    assert_eq!(r.reason(), "Forbidden");
+    assert_eq!(
+        r.json()["message"],
+        "admission webhook \"deny.example.com\" denied the request: objects labelled deny=yes are refused"
+    );
+    s.get(&format!("{CMS}/bad")).await.expect(404);
+    let ok = s
+        .req(Method::POST, CMS, cm("good", json!({"deny": "no"})))
+        .await
+        .expect(201);
+    assert_eq!(ok.headers["warning"], "299 - \"checked by the webhook\"");
+    let metrics = s.get("/metrics").await.expect(200).text();
+    assert!(
+        metrics.contains(
+            r#"wasmgate_webhook_calls_total{webhook="deny.example.com",type="validating",outcome="denied"} 1"#
+        ),
+        "{metrics}"
+    );
+    // Other kinds are not sent to it.
+    let before = f.calls.load(Ordering::SeqCst);
+    s.req(
+        Method::POST,
+        "/api/v1/namespaces/default/secrets",
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "labels": {"deny": "yes"}}}),
+    )
+    .await
+    .expect(201);
+    assert_eq!(f.calls.load(Ordering::SeqCst), before);
+    // Removing the configuration takes effect at once.
+    s.req(Method::DELETE, &format!("{VALIDATING}/deny"), Value::Null)
+        .await
+        .expect(200);
+    s.req(Method::POST, CMS, cm("bad", json!({"deny": "yes"})))
+        .await
+        .expect(201);
+}
+
+/// Issue 13: a mutating webhook's JSON patch is applied before validation and storage;
+/// `kubectl get` shows the configuration's webhook count.
+#[tokio::test]
+async fn a_mutating_webhook_patches_the_object() {
+    let s = Server::new().await;
+    let f = fixture().await;
+    s.req(
+        Method::POST,
+        MUTATING,
+        configuration(
+            "label",
+            "label.example.com",
+            f.client_config("/label"),
+            json!({}),
+        ),
+    )
+    .await
+    .expect(201);
+    let created = s
+        .req(Method::POST, CMS, cm("plain", json!({"a": "b"})))
+        .await
+        .expect(201)
+        .json();
+    assert_eq!(created["metadata"]["labels"]["mutated"], "by-webhook");
+    assert_eq!(created["metadata"]["labels"]["a"], "b");
+    let stored = s.get(&format!("{CMS}/plain")).await.expect(200).json();
+    assert_eq!(stored["metadata"]["labels"]["mutated"], "by-webhook");
+    let table = s
+        .raw(
+            Method::GET,
+            MUTATING,
+            &[("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")],
+            "",
+            Some(common::admin()),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(table["columnDefinitions"][1]["name"], "Webhooks");
+    assert_eq!(table["rows"][0]["cells"][1], 1);
+}
+
+/// Issue 13, bad input and faults: each failure is decided by `failurePolicy` within
+/// `timeoutSeconds`, with a Status naming the webhook (kube's wording).
+#[tokio::test]
+async fn failing_webhooks_follow_their_failure_policy() {
+    let s = Server::new().await;
+    let f = fixture().await;
+    let other_ca = certificates().0;
+    let untrusted = json!({
+        "url": format!("https://127.0.0.1:{}/deny-labelled", f.port),
+        "caBundle": base64::engine::general_purpose::STANDARD.encode(other_ca),
+    });
+    let cases = [
+        (
+            "hang",
+            f.client_config("/hang"),
+            "context deadline exceeded",
+        ),
+        (
+            "garbage",
+            f.client_config("/garbage"),
+            "received invalid webhook response: the response is not JSON",
+        ),
+        (
+            "uid",
+            f.client_config("/wrong-uid"),
+            "received invalid webhook response: expected response.uid=",
+        ),
+        (
+            "tls",
+            untrusted,
+            "failed to call webhook: Post \"https://127.0.0.1:",
+        ),
+    ];
+    for (name, client, expected) in cases {
+        let hook = format!("{name}.example.com");
+        s.req(
+            Method::POST,
+            VALIDATING,
+            configuration(name, &hook, client.clone(), json!({"timeoutSeconds": 1})),
+        )
+        .await
+        .expect(201);
+        let started = Instant::now();
+        let r = s
+            .req(Method::POST, CMS, cm(&format!("{name}-fail"), json!({})))
+            .await
+            .expect(500);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{name}: {:?}",
+            started.elapsed()
+        );
+        let msg = r.json()["message"].as_str().unwrap().to_owned();
+        assert!(
+            msg.starts_with(&format!(
+                "Internal error occurred: failed calling webhook \"{hook}\": "
+            )),
+            "{msg}"
+        );
+        assert!(msg.contains(expected), "{name}: {msg}");
+        // Under Ignore the request goes on, with a warning.
+        s.req(Method::PUT, &format!("{VALIDATING}/{name}"), {
+            let mut c = configuration(
+                name,
+                &hook,
+                client,
+                json!({"timeoutSeconds": 1, "failurePolicy": "Ignore"}),
+            );
+            let current = s
+                .get(&format!("{VALIDATING}/{name}"))
+                .await
+                .expect(200)
+                .json();
+            c["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
+            c
+        })
+        .await
+        .expect(200);
+        let ok = s
+            .req(Method::POST, CMS, cm(&format!("{name}-ignored"), json!({})))
+            .await
+            .expect(201);
+        assert!(
+            ok.headers["warning"]
+                .to_str()
+                .unwrap()
+                .contains(&format!("failed calling webhook \\\"{hook}\\\"")),
+            "{:?}",
+            ok.headers
+        );
+        s.req(Method::DELETE, &format!("{VALIDATING}/{name}"), Value::Null)
+            .await
+            .expect(200);
+    }
+}
+
+/// Issue 13: configurations are validated as kube validates them (422 with the field).
+#[tokio::test]
+async fn bad_configurations_are_refused() {
+    let s = Server::new().await;
+    let bad = |client: Value, extra: Value| configuration("bad", "bad.example.com", client, extra);
+    let cases = [
+        (
+            bad(json!({"url": "http://127.0.0.1:1/x"}), json!({})),
+            "webhooks[0].clientConfig.url",
+            "'https' is the only allowed URL scheme",
+        ),
+        (
+            bad(json!({}), json!({})),
+            "webhooks[0].clientConfig",
+            "exactly one of url or service is required",
+        ),
+        (
+            bad(
+                json!({"url": "https://127.0.0.1:1/x"}),
+                json!({"sideEffects": null}),
+            ),
+            "webhooks[0].sideEffects",
+            "must specify one of None, NoneOnDryRun",
+        ),
+        (
+            bad(
+                json!({"url": "https://127.0.0.1:1/x"}),
+                json!({"timeoutSeconds": 31}),
+            ),
+            "webhooks[0].timeoutSeconds",
+            "the timeout value must be between 1 and 30 seconds",
+        ),
+        (
+            configuration(
+                "bad",
+                "two-segments.com",
+                json!({"url": "https://127.0.0.1:1/x"}),
+                json!({}),
+            ),
+            "webhooks[0].name",
+            "should be a domain with at least three segments separated by dots",
+        ),
+    ];
+    for (obj, field, message) in cases {
+        let r = s.req(Method::POST, VALIDATING, obj).await.expect(422);
+        let causes = r.json()["details"]["causes"].clone();
+        assert!(
+            causes
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["field"] == field && c["message"].as_str().unwrap().contains(message)),
+            "{field}: {causes}"
+        );
+    }
+}
+
+/// Issue 13: `namespaceSelector` and `objectSelector` decide which requests a webhook sees.
+#[tokio::test]
+async fn selectors_choose_the_requests() {
+    let s = Server::new().await;
+    let f = fixture().await;
+    s.req(
+        Method::POST,
+        "/api/v1/namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "guarded", "labels": {"guard": "on"}}}),
+    )
+    .await
+    .expect(201);
+    s.req(
+        Method::POST,
+        VALIDATING,
+        configuration(
+            "ns",
+            "ns.example.com",
+            f.client_config("/deny-labelled"),
+            json!({"namespaceSelector": {"matchLabels": {"guard": "on"}}}),
+        ),
+    )
+    .await
+    .expect(201);
+    s.req(Method::POST, CMS, cm("free", json!({"deny": "yes"})))
+        .await
+        .expect(201);
+    s.req(
+        Method::POST,
+        "/api/v1/namespaces/guarded/configmaps",
+        cm("held", json!({"deny": "yes"})),
+    )
+    .await
+    .expect(403);
+}
