@@ -437,19 +437,33 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldError> {
     }
     match spec.get("conversion").and_then(|c| s(c, "strategy")) {
         None | Some("None") => {}
-        Some("Webhook") if crate::custom::conversion_plugin(spec).is_none() => {
-            let url = spec
-                .get("conversion")
-                .and_then(|c| c.pointer("/webhook/clientConfig/url"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            errs.push(FieldError::invalid(
-                "spec.conversion.webhook.clientConfig.url",
-                url,
-                "conversion runs in a Wasm plugin: set wasm://<WasmPlugin name> (HTTPS conversion webhooks are not supported yet)",
-            ))
+        Some("Webhook") => {
+            let webhook = spec.pointer("/conversion/webhook");
+            if crate::custom::conversion_plugin(spec).is_none() {
+                crate::webhooks::config::validate_client_config(
+                    webhook.and_then(|w| w.get("clientConfig")),
+                    "spec.conversion.webhook.clientConfig",
+                    &mut errs,
+                );
+            }
+            let versions: Vec<&str> = webhook
+                .and_then(|w| w.get("conversionReviewVersions"))
+                .and_then(Value::as_array)
+                .map(|v| v.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if versions.is_empty() {
+                errs.push(FieldError::required(
+                    "spec.conversion.webhook.conversionReviewVersions",
+                    "must include at least one of v1, v1beta1",
+                ));
+            } else if !versions.contains(&"v1") {
+                errs.push(FieldError::invalid(
+                    "spec.conversion.webhook.conversionReviewVersions",
+                    json!(versions),
+                    "must include v1 (the only ConversionReview version Wasmgate sends)",
+                ));
+            }
         }
-        Some("Webhook") => {}
         Some(other) => errs.push(FieldError::not_supported(
             "spec.conversion.strategy",
             other,

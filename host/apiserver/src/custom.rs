@@ -43,9 +43,19 @@ pub struct CustomType {
     generation: Option<i64>,
     /// Whether the CRD is being deleted (its objects may be read and deleted, not created).
     pub terminating: bool,
-    /// The `WasmPlugin` that converts between versions (`spec.conversion.strategy:
-    /// Webhook` with `clientConfig.url: wasm://NAME`); `None`: only `apiVersion` changes.
-    pub conversion_plugin: Option<String>,
+    /// What converts between versions (`spec.conversion.strategy: Webhook`); `None`:
+    /// only `apiVersion` changes.
+    pub(crate) conversion: Option<Conversion>,
+}
+
+/// What converts objects of a custom resource between its versions.
+#[derive(Debug, Clone)]
+pub(crate) enum Conversion {
+    /// `clientConfig.url: wasm://NAME`: the `WasmPlugin`'s `convert`.
+    Plugin(String),
+    /// An HTTPS conversion webhook (`ConversionReview` v1); `Err`: why it cannot be
+    /// called (every conversion then fails with it).
+    Webhook(Result<crate::outbound::Target, String>),
 }
 
 /// One version of a custom resource type.
@@ -329,7 +339,7 @@ pub fn resource_type(crd: &Value, key: &str, revision: u64) -> Result<ResourceTy
         kind: kind.clone(),
         generation: generation(crd),
         terminating: crate::object::is_deleting(crd),
-        conversion_plugin: conversion_plugin(spec),
+        conversion: conversion(spec),
     });
     Ok(ResourceType {
         schema_name: schema_name(&group, &storage_version, &kind),
@@ -371,7 +381,7 @@ pub fn reuse(prev: &ResourceType, crd: &Value, key: &str, revision: u64) -> Opti
         kind: old.kind.clone(),
         generation: old.generation,
         terminating: crate::object::is_deleting(crd),
-        conversion_plugin: old.conversion_plugin.clone(),
+        conversion: old.conversion.clone(),
     });
     Some(ResourceType {
         behavior: Behavior::Custom(custom),
@@ -389,6 +399,21 @@ pub(crate) fn conversion_plugin(spec: &Value) -> Option<String> {
         .strip_prefix(WASM_SCHEME)
         .filter(|n| !n.is_empty())
         .map(str::to_owned)
+}
+
+/// What converts between the versions of a CRD with `spec` (`None`: strategy `None`).
+fn conversion(spec: &Value) -> Option<Conversion> {
+    let conv = spec.get("conversion")?;
+    if str_at(conv, &["strategy"]) != Some("Webhook") {
+        return None;
+    }
+    if let Some(plugin) = conversion_plugin(spec) {
+        return Some(Conversion::Plugin(plugin));
+    }
+    let cc = conv
+        .pointer("/webhook/clientConfig")
+        .unwrap_or(&Value::Null);
+    Some(Conversion::Webhook(crate::webhooks::config::target(cc)))
 }
 
 /// The URL scheme of conversion by a Wasm plugin.

@@ -158,10 +158,10 @@ impl Ctx {
     }
 
     fn converter(&self) -> Option<Converter> {
-        let name = self.rt.custom()?.conversion_plugin.clone()?;
+        let conversion = self.rt.custom()?.conversion.clone()?;
         Some(Converter {
             inner: self.inner.clone(),
-            plugin: name,
+            conversion,
             kind: self.rt.kind.clone(),
         })
     }
@@ -333,12 +333,16 @@ impl Presenter {
     }
 }
 
-/// Conversion of custom resources by the `WasmPlugin` their CRD names.
+/// Conversion of custom resources by what their CRD names: a `WasmPlugin` or an HTTPS
+/// conversion webhook.
 pub(crate) struct Converter {
     inner: std::sync::Arc<crate::Inner>,
-    plugin: String,
+    conversion: crate::custom::Conversion,
     kind: String,
 }
+
+/// How long a conversion webhook may take (kube's conversion webhook client's timeout).
+const CONVERSION_WEBHOOK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Converter {
     /// `objs` at `desired` (`group/version`), in order. What kube-apiserver answers when
@@ -361,43 +365,63 @@ impl Converter {
             )
             .into()
         };
-        let binding = self
-            .inner
-            .plugins
-            .named(&self.plugin)
-            .filter(|b| b.hooks.convert)
-            .ok_or_else(|| {
-                fail(format!(
-                    "WasmPlugin {:?} is not loaded with the convert hook",
-                    self.plugin
-                ))
-            })?;
         let n = objs.len();
-        let req = wasmgate_plugin_runtime::wit::ConversionRequest {
-            uid: crate::object::new_uid(),
-            desired_api_version: desired.to_owned(),
-            objects: objs.iter().map(Value::to_string).collect(),
+        let uid = crate::object::new_uid();
+        let (who, out): (String, Vec<Value>) = match &self.conversion {
+            crate::custom::Conversion::Plugin(plugin) => {
+                let binding = self
+                    .inner
+                    .plugins
+                    .named(plugin)
+                    .filter(|b| b.hooks.convert)
+                    .ok_or_else(|| {
+                        fail(format!(
+                            "WasmPlugin {plugin:?} is not loaded with the convert hook"
+                        ))
+                    })?;
+                let req = wasmgate_plugin_runtime::wit::ConversionRequest {
+                    uid,
+                    desired_api_version: desired.to_owned(),
+                    objects: objs.iter().map(Value::to_string).collect(),
+                };
+                let call = binding.plugin.convert(&req);
+                let raw = match binding.call(&self.inner.metrics, "convert", call).await {
+                    Ok(Ok(out)) => out,
+                    Ok(Err(status)) => return Err(fail(status.message)),
+                    Err(e) => return Err(fail(format!("plugin {plugin:?}: {e}"))),
+                };
+                let who = format!("plugin {plugin:?}");
+                let mut out = Vec::with_capacity(raw.len());
+                for r in raw {
+                    out.push(
+                        serde_json::from_str(&r)
+                            .map_err(|e| fail(format!("{who} returned invalid JSON: {e}")))?,
+                    );
+                }
+                (who, out)
+            }
+            crate::custom::Conversion::Webhook(target) => {
+                let target = target.clone().map_err(|e| fail(e))?;
+                let out = self
+                    .by_webhook(&target, &uid, &objs, desired)
+                    .await
+                    .map_err(fail)?;
+                ("the webhook".to_owned(), out)
+            }
         };
-        let call = binding.plugin.convert(&req);
-        let out = match binding.call(&self.inner.metrics, "convert", call).await {
-            Ok(Ok(out)) => out,
-            Ok(Err(status)) => return Err(fail(status.message)),
-            Err(e) => return Err(fail(format!("plugin {:?}: {e}", self.plugin))),
-        };
+        if out.len() != n {
+            return Err(fail(format!(
+                "{who} returned {} objects, expected {n}",
+                out.len()
+            )));
+        }
         let mut converted = Vec::with_capacity(n);
-        for (before, raw) in objs.iter().zip(out) {
-            let after: Value = serde_json::from_str(&raw).map_err(|e| {
-                fail(format!(
-                    "plugin {:?} returned invalid JSON: {e}",
-                    self.plugin
-                ))
-            })?;
+        for (before, after) in objs.iter().zip(out) {
             // kube's checks of a webhook's answer: the version asked for, and the same
             // object (kind, name, namespace, uid, labels and annotations may not change).
             if after.get("apiVersion").and_then(Value::as_str) != Some(desired) {
                 return Err(fail(format!(
-                    "plugin {:?} returned an object of {:?}, not {desired:?}",
-                    self.plugin,
+                    "{who} returned an object of {:?}, not {desired:?}",
                     after
                         .get("apiVersion")
                         .and_then(Value::as_str)
@@ -411,12 +435,79 @@ impl Converter {
                 || !same("/metadata/uid")
             {
                 return Err(fail(format!(
-                    "plugin {:?} changed the kind, name, namespace or uid of an object",
-                    self.plugin
+                    "{who} changed the kind, name, namespace or uid of an object"
                 )));
             }
             converted.push(after);
         }
         Ok(converted)
+    }
+
+    /// One `ConversionReview` (`apiextensions.k8s.io/v1`) round trip: the converted
+    /// objects, or why there are none (kube's wording).
+    async fn by_webhook(
+        &self,
+        target: &crate::outbound::Target,
+        uid: &str,
+        objs: &[Value],
+        desired: &str,
+    ) -> Result<Vec<Value>, String> {
+        let review = serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "ConversionReview",
+            "request": {"uid": uid, "desiredAPIVersion": desired, "objects": objs},
+        });
+        let body = serde_json::to_vec(&review).map_err(|e| e.to_string())?;
+        let max = self.inner.options.max_request_body_bytes.saturating_mul(2);
+        let reply = self
+            .inner
+            .outbound
+            .post(
+                target,
+                "application/json",
+                Bytes::from(body),
+                CONVERSION_WEBHOOK_TIMEOUT,
+                max,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        if !reply.status.is_success() {
+            return Err(format!(
+                "the server responded with the status code {} but did not return a ConversionReview",
+                reply.status.as_u16()
+            ));
+        }
+        let review: Value = serde_json::from_slice(&reply.body)
+            .map_err(|e| format!("the response is not JSON: {e}"))?;
+        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let (api_version, kind) = (s(&review, "apiVersion"), s(&review, "kind"));
+        if api_version != "apiextensions.k8s.io/v1" || kind != "ConversionReview" {
+            return Err(format!(
+                "expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got {api_version}, Kind={kind}"
+            ));
+        }
+        let resp = review
+            .get("response")
+            .filter(|r| r.is_object())
+            .ok_or("no response provided")?;
+        if s(resp, "uid") != uid {
+            return Err(format!(
+                "expected response.uid={uid:?}, got {:?}",
+                s(resp, "uid")
+            ));
+        }
+        let result = resp.get("result").unwrap_or(&Value::Null);
+        if s(result, "status") != "Success" {
+            let msg = s(result, "message");
+            return Err(if msg.is_empty() {
+                "the webhook did not answer Success".to_owned()
+            } else {
+                msg
+            });
+        }
+        match resp.get("convertedObjects") {
+            Some(Value::Array(objects)) => Ok(objects.clone()),
+            _ => Err("response.convertedObjects is not a list".to_owned()),
+        }
     }
 }

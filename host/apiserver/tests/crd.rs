@@ -219,18 +219,33 @@ async fn crd_bad_input_is_422_with_causes() {
         .text()
         .contains("should be a domain with at least one dot")
     );
-    // Conversion runs in Wasm plugins (`wasm://NAME`): a webhook without such a URL (an
-    // HTTPS webhook, or none) is refused, naming the field.
-    for url in [None, Some("https://conv.example.com/convert")] {
+    // A conversion webhook needs a client config (a `wasm://NAME` plugin or an https URL)
+    // and `conversionReviewVersions` including v1; an http URL is refused (kube's fields).
+    let cases = [
+        (
+            json!({"strategy":"Webhook"}),
+            "spec.conversion.webhook.clientConfig",
+        ),
+        (
+            json!({"strategy":"Webhook","webhook":{"clientConfig":{"url":"https://conv.example.com/convert"}}}),
+            "spec.conversion.webhook.conversionReviewVersions",
+        ),
+        (
+            json!({"strategy":"Webhook","webhook":{"clientConfig":{"url":"http://conv.example.com/convert"},"conversionReviewVersions":["v1"]}}),
+            "spec.conversion.webhook.clientConfig.url",
+        ),
+    ];
+    for (conversion, field) in cases {
         let mut hook = minimal_crd("x.io", "things", "Thing", json!({"type":"object"}));
-        hook["spec"]["conversion"] = json!({"strategy":"Webhook"});
-        if let Some(u) = url {
-            hook["spec"]["conversion"]["webhook"] = json!({"clientConfig": {"url": u}});
-        }
-        let text = post(hook).await.expect(422).text();
+        hook["spec"]["conversion"] = conversion;
+        let r = post(hook).await.expect(422).json();
         assert!(
-            text.contains("spec.conversion.webhook.clientConfig.url") && text.contains("wasm://"),
-            "{text}"
+            r["details"]["causes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["field"] == field),
+            "{field}: {r}"
         );
     }
     // Collisions with names in use in the same group.

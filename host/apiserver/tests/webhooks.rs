@@ -1,4 +1,5 @@
-//! Admission webhooks (issue 13, item 3), against a real HTTPS webhook served by this test:
+//! Admission webhooks (issue 13, item 3) and conversion webhooks (item 2), against a real
+//! HTTPS webhook served by this test:
 //! configurations validated and defaulted as kube does; validating and mutating webhooks
 //! called with an `AdmissionReview` v1 and obeyed; denials and failures worded as
 //! kube-apiserver words them; a webhook that hangs, answers garbage, answers for another
@@ -48,11 +49,53 @@ fn certificates() -> (
     )
 }
 
+/// A conversion webhook for `things.conv.example.com`: `v1` spells `spec.color`, `v2`
+/// `spec.colour`; an object whose colour is `plaid` is refused.
+fn convert(review: &Value) -> Vec<u8> {
+    let req = &review["request"];
+    let desired = req["desiredAPIVersion"].as_str().unwrap_or("");
+    let mut refused = None;
+    let converted: Vec<Value> = req["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let mut o = o.clone();
+            let colour = o["spec"]
+                .as_object_mut()
+                .and_then(|spec| spec.remove("color").or_else(|| spec.remove("colour")));
+            if colour.as_ref().is_some_and(|c| c == "plaid") {
+                refused = Some("plaid cannot be converted");
+            }
+            let field = if desired.ends_with("/v2") {
+                "colour"
+            } else {
+                "color"
+            };
+            if let Some(c) = colour {
+                o["spec"][field] = c;
+            }
+            o["apiVersion"] = json!(desired);
+            o
+        })
+        .collect();
+    let response = match refused {
+        Some(m) => json!({"uid": req["uid"], "result": {"status": "Failure", "message": m}}),
+        None => {
+            json!({"uid": req["uid"], "result": {"status": "Success"}, "convertedObjects": converted})
+        }
+    };
+    serde_json::to_vec(&json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": response})).unwrap()
+}
+
 /// What the fixture answers, by path: `/deny-labelled` denies objects labelled
 /// `deny=yes` (403, a message) and warns otherwise; `/label` adds the label
 /// `mutated=by-webhook`; `/hang` never answers; `/garbage` is not JSON; `/wrong-uid`
 /// answers for another request.
 fn answer(path: &str, review: &Value) -> Option<Vec<u8>> {
+    if path == "/convert" {
+        return Some(convert(review));
+    }
     let uid = review["request"]["uid"].as_str().unwrap_or("").to_owned();
     let object = &review["request"]["object"];
     let response = match path {
@@ -476,4 +519,70 @@ async fn selectors_choose_the_requests() {
     )
     .await
     .expect(403);
+}
+
+/// Issue 13, item 2: a CRD whose `spec.conversion` names an HTTPS webhook gets its
+/// objects converted by it (`ConversionReview` v1) on every read and write at another
+/// version; a refusal is kube's 500 naming the conversion.
+#[tokio::test]
+async fn a_conversion_webhook_converts_between_versions() {
+    let s = Server::new().await;
+    let f = fixture().await;
+    let schema = |field: &str| json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "properties": {field: {"type": "string"}}}}}});
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.conv.example.com"},
+        "spec": {
+            "group": "conv.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
+            "conversion": {"strategy": "Webhook", "webhook": {
+                "clientConfig": f.client_config("/convert"),
+                "conversionReviewVersions": ["v1"],
+            }},
+            "versions": [
+                {"name": "v1", "served": true, "storage": true, "schema": schema("color")},
+                {"name": "v2", "served": true, "storage": false, "schema": schema("colour")},
+            ],
+        },
+    });
+    s.req(
+        Method::POST,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        crd,
+    )
+    .await
+    .expect(201);
+    let v2 = "/apis/conv.example.com/v2/namespaces/default/things";
+    let v1 = "/apis/conv.example.com/v1/namespaces/default/things";
+    // Written at v2: stored at v1 (converted), read back in both.
+    s.req(
+        Method::POST,
+        v2,
+        json!({"apiVersion": "conv.example.com/v2", "kind": "Thing", "metadata": {"name": "t"}, "spec": {"colour": "teal"}}),
+    )
+    .await
+    .expect(201);
+    let at_v1 = s.get(&format!("{v1}/t")).await.expect(200).json();
+    assert_eq!(at_v1["apiVersion"], "conv.example.com/v1");
+    assert_eq!(at_v1["spec"], json!({"color": "teal"}));
+    let at_v2 = s.get(&format!("{v2}/t")).await.expect(200).json();
+    assert_eq!(at_v2["spec"], json!({"colour": "teal"}));
+    let list = s.get(v2).await.expect(200).json();
+    assert_eq!(list["items"][0]["spec"], json!({"colour": "teal"}));
+    // A refusal: 500, kube's wording, nothing stored.
+    let r = s
+        .req(
+            Method::POST,
+            v2,
+            json!({"apiVersion": "conv.example.com/v2", "kind": "Thing", "metadata": {"name": "p"}, "spec": {"colour": "plaid"}}),
+        )
+        .await
+        .expect(500);
+    assert_eq!(
+        r.json()["message"],
+        "conversion webhook for conv.example.com/v2, Kind=Thing failed: plaid cannot be converted"
+    );
+    s.get(&format!("{v1}/p")).await.expect(404);
 }

@@ -151,7 +151,7 @@ fn rule(r: &Value) -> Rule {
 /// Where `clientConfig` points: its `url`, or `https://NAME.NAMESPACE.svc:PORT/PATH` for
 /// a `service` (Wasmgate has no Services: that name must resolve, e.g. through
 /// `/etc/hosts` or DNS, to where the webhook listens).
-fn target(cc: &Value) -> Result<Target, String> {
+pub(crate) fn target(cc: &Value) -> Result<Target, String> {
     let ca_bundle = match cc.get("caBundle").and_then(Value::as_str) {
         Some(b) if !b.is_empty() => Some(Bytes::from(
             base64::engine::general_purpose::STANDARD
@@ -332,7 +332,8 @@ pub(crate) fn validate(obj: &Value, mutating: bool) -> Vec<FieldError> {
     errs
 }
 
-fn validate_client_config(cc: Option<&Value>, at: &str, errs: &mut Vec<FieldError>) {
+/// kube's validation of a webhook `clientConfig` (admission and conversion webhooks).
+pub(crate) fn validate_client_config(cc: Option<&Value>, at: &str, errs: &mut Vec<FieldError>) {
     let cc = cc.and_then(Value::as_object);
     let empty = Map::new();
     let cc = cc.unwrap_or(&empty);
