@@ -401,7 +401,7 @@ impl Converter {
                 (who, out)
             }
             crate::custom::Conversion::Webhook(target) => {
-                let target = target.clone().map_err(|e| fail(e))?;
+                let target = target.clone().map_err(&fail)?;
                 let out = self
                     .by_webhook(&target, &uid, &objs, desired)
                     .await
