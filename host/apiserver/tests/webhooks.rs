@@ -7,195 +7,19 @@
 //! `failurePolicy` within `timeoutSeconds`.
 #![allow(clippy::unwrap_used, reason = "test code")]
 
-use std::convert::Infallible;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use bytes::Bytes;
-use http::{Method, Request, Response};
-use http_body_util::{BodyExt, Full};
+use http::Method;
 use serde_json::{Value, json};
+use wasmgate_fixtures::Webhook as Fixture;
 
 mod common;
 use common::Server;
 
-/// An HTTPS admission webhook on 127.0.0.1 with a certificate from its own CA.
-struct Fixture {
-    port: u16,
-    /// The CA's certificate, PEM.
-    ca: String,
-    calls: Arc<AtomicUsize>,
-}
-
-fn certificates() -> (
-    String,
-    rustls::pki_types::CertificateDer<'static>,
-    rustls::pki_types::PrivateKeyDer<'static>,
-) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::new(ca_params, &ca_key);
-    let key = rcgen::KeyPair::generate().unwrap();
-    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
-    let leaf = params.signed_by(&key, &issuer).unwrap();
-    (
-        ca.pem(),
-        leaf.der().clone(),
-        rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
-    )
-}
-
-/// A conversion webhook for `things.conv.example.com`: `v1` spells `spec.color`, `v2`
-/// `spec.colour`; an object whose colour is `plaid` is refused.
-fn convert(review: &Value) -> Vec<u8> {
-    let req = &review["request"];
-    let desired = req["desiredAPIVersion"].as_str().unwrap_or("");
-    let mut refused = None;
-    let converted: Vec<Value> = req["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            let mut o = o.clone();
-            let colour = o["spec"]
-                .as_object_mut()
-                .and_then(|spec| spec.remove("color").or_else(|| spec.remove("colour")));
-            if colour.as_ref().is_some_and(|c| c == "plaid") {
-                refused = Some("plaid cannot be converted");
-            }
-            let field = if desired.ends_with("/v2") {
-                "colour"
-            } else {
-                "color"
-            };
-            if let Some(c) = colour {
-                o["spec"][field] = c;
-            }
-            o["apiVersion"] = json!(desired);
-            o
-        })
-        .collect();
-    let response = match refused {
-        Some(m) => json!({"uid": req["uid"], "result": {"status": "Failure", "message": m}}),
-        None => {
-            json!({"uid": req["uid"], "result": {"status": "Success"}, "convertedObjects": converted})
-        }
-    };
-    serde_json::to_vec(&json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": response})).unwrap()
-}
-
-/// What the fixture answers, by path: `/deny-labelled` denies objects labelled
-/// `deny=yes` (403, a message) and warns otherwise; `/label` adds the label
-/// `mutated=by-webhook`; `/hang` never answers; `/garbage` is not JSON; `/wrong-uid`
-/// answers for another request.
-fn answer(path: &str, review: &Value) -> Option<Vec<u8>> {
-    if path == "/convert" {
-        return Some(convert(review));
-    }
-    let uid = review["request"]["uid"].as_str().unwrap_or("").to_owned();
-    let object = &review["request"]["object"];
-    let response = match path {
-        "/deny-labelled" => {
-            if object["metadata"]["labels"]["deny"] == "yes" {
-                json!({"uid": uid, "allowed": false, "status": {"code": 403, "reason": "Forbidden", "message": "objects labelled deny=yes are refused"}})
-            } else {
-                json!({"uid": uid, "allowed": true, "warnings": ["checked by the webhook"]})
-            }
-        }
-        "/label" => {
-            let has_labels = object["metadata"]["labels"].is_object();
-            let patch = if has_labels {
-                json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "by-webhook"}])
-            } else {
-                json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "by-webhook"}}])
-            };
-            let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
-            json!({"uid": uid, "allowed": true, "patch": patch, "patchType": "JSONPatch"})
-        }
-        "/hang" => return None,
-        "/garbage" => return Some(b"this is not an AdmissionReview".to_vec()),
-        "/wrong-uid" => json!({"uid": "someone-else", "allowed": true}),
-        _ => json!({"uid": uid, "allowed": true}),
-    };
-    Some(
-        serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "response": response,
-        }))
-        .unwrap(),
-    )
-}
-
 async fn fixture() -> Fixture {
-    let (ca, cert, key) = certificates();
-    let mut tls = rustls::ServerConfig::builder()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert], key)
-        .unwrap();
-    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counted = calls.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((tcp, _)) = listener.accept().await else {
-                return;
-            };
-            let acceptor = acceptor.clone();
-            let calls = counted.clone();
-            tokio::spawn(async move {
-                let Ok(stream) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let service =
-                    hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                        let calls = calls.clone();
-                        async move {
-                            calls.fetch_add(1, Ordering::SeqCst);
-                            let path = req.uri().path().to_owned();
-                            let body = req.into_body().collect().await.unwrap().to_bytes();
-                            let review: Value =
-                                serde_json::from_slice(&body).unwrap_or(Value::Null);
-                            let out = match answer(&path, &review) {
-                                Some(b) => b,
-                                None => {
-                                    tokio::time::sleep(Duration::from_secs(60)).await;
-                                    Vec::new()
-                                }
-                            };
-                            Ok::<_, Infallible>(
-                                Response::builder()
-                                    .header("content-type", "application/json")
-                                    .body(Full::new(Bytes::from(out)))
-                                    .unwrap(),
-                            )
-                        }
-                    });
-                let _ = hyper_util::server::conn::auto::Builder::new(
-                    hyper_util::rt::TokioExecutor::new(),
-                )
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                .await;
-            });
-        }
-    });
-    Fixture { port, ca, calls }
-}
-
-impl Fixture {
-    fn client_config(&self, path: &str) -> Value {
-        json!({
-            "url": format!("https://127.0.0.1:{}{path}", self.port),
-            "caBundle": base64::engine::general_purpose::STANDARD.encode(&self.ca),
-        })
-    }
+    Fixture::start().await.unwrap()
 }
 
 const VALIDATING: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
@@ -338,7 +162,7 @@ async fn a_mutating_webhook_patches_the_object() {
 async fn failing_webhooks_follow_their_failure_policy() {
     let s = Server::new().await;
     let f = fixture().await;
-    let other_ca = certificates().0;
+    let other_ca = wasmgate_fixtures::certificates().unwrap().0;
     let untrusted = json!({
         "url": format!("https://127.0.0.1:{}/deny-labelled", f.port),
         "caBundle": base64::engine::general_purpose::STANDARD.encode(other_ca),

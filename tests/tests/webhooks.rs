@@ -1,0 +1,108 @@
+//! Kubernetes' own extension points, end to end with kubectl 1.32 (issue 13): the widgets
+//! CRD of `examples/` converted by an HTTPS conversion webhook instead of its Wasm plugin,
+//! and the plugin's validation rule as a validating admission webhook
+//! (`wasmgate-fixtures` serves both, with the plugin's logic). Read back in both versions;
+//! denied with the webhook's message, where `plugins.rs` sees the plugin deny the same
+//! object with its own.
+#![allow(clippy::unwrap_used, reason = "test code: a panic is the failure")]
+
+use wasmgate_e2e::{assert_contains, examples_dir, gateway_builder};
+
+#[test]
+fn widgets_converted_and_validated_by_webhooks() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let hook = rt.block_on(wasmgate_fixtures::Webhook::start()).unwrap();
+    let gw = gateway_builder!().start();
+
+    // The example CRD, converted by the fixture's webhook instead of `wasm://widgets`.
+    let crd = std::fs::read_to_string(examples_dir().join("crds/widgets.yaml"))
+        .unwrap()
+        .replace(
+            "        url: wasm://widgets\n",
+            &format!(
+                "        url: {}\n        caBundle: {}\n",
+                hook.url("/widgets/convert"),
+                hook.ca_bundle()
+            ),
+        );
+    assert!(crd.contains("caBundle"));
+    let crd = gw.write_file("widgets-webhook.yaml", &crd);
+    gw.kubectl_ok(&["apply", "-f", &crd.to_string_lossy()]);
+    let config = gw.write_file(
+        "validate-widgets.yaml",
+        &format!(
+            "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: widgets
+webhooks:
+- name: widgets.example.com
+  clientConfig:
+    url: {}
+    caBundle: {}
+  rules:
+  - operations: [CREATE, UPDATE]
+    apiGroups: [example.com]
+    apiVersions: ['*']
+    resources: [widgets]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+",
+            hook.url("/widgets/validate"),
+            hook.ca_bundle()
+        ),
+    );
+    gw.kubectl_ok(&["apply", "-f", &config.to_string_lossy()]);
+    let listed = gw.kubectl_ok(&["get", "validatingwebhookconfigurations"]);
+    assert_contains(&listed, &["NAME", "WEBHOOKS", "widgets", "1"]);
+
+    // Written at v1alpha1, stored at v1 through the webhook; read in both versions.
+    let alpha = gw.write_file(
+        "alpha.yaml",
+        "apiVersion: example.com/v1alpha1\nkind: Widget\nmetadata:\n  name: a1\nspec:\n  colour: green\n  dimensions:\n    size: 4\n  replicas: 3\n",
+    );
+    gw.kubectl_ok(&["apply", "-f", &alpha.to_string_lossy()]);
+    let v1 = gw.kubectl_ok(&[
+        "get",
+        "widgets.v1.example.com",
+        "a1",
+        "-o",
+        "jsonpath={.apiVersion} {.spec.color} {.spec.size}",
+    ]);
+    assert_eq!(v1, "example.com/v1 green 4");
+    let v1alpha1 = gw.kubectl_ok(&[
+        "get",
+        "widgets.v1alpha1.example.com",
+        "a1",
+        "-o",
+        "jsonpath={.apiVersion} {.spec.colour} {.spec.dimensions.size}",
+    ]);
+    assert_eq!(v1alpha1, "example.com/v1alpha1 green 4");
+
+    // The plugin's rule, as a webhook: denied with its message, whichever version.
+    for (name, version, spec) in [
+        ("big", "v1", "  color: red\n  size: 9\n  replicas: 6\n"),
+        (
+            "big-alpha",
+            "v1alpha1",
+            "  colour: red\n  dimensions:\n    size: 9\n  replicas: 6\n",
+        ),
+    ] {
+        let big = gw.write_file(
+            &format!("{name}.yaml"),
+            &format!(
+                "apiVersion: example.com/{version}\nkind: Widget\nmetadata:\n  name: {name}\nspec:\n{spec}"
+            ),
+        );
+        let err = gw.kubectl_err(&["apply", "-f", &big.to_string_lossy()]);
+        assert_contains(
+            &err,
+            &[
+                "Error from server (Forbidden)",
+                "admission webhook \"widgets.example.com\" denied the request: a widget of size 9 runs at most 5 replicas, not 6",
+            ],
+        );
+        gw.kubectl_err(&["get", "widget", name]);
+    }
+    assert!(hook.calls() >= 4, "{} calls", hook.calls());
+}
