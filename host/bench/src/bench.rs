@@ -90,7 +90,61 @@ impl Bench {
         if bench.args.kind == Kind::Widget {
             bench.ensure_widget_crd(&mut c).await?;
         }
+        if bench.args.webhook {
+            if bench.args.kind != Kind::Widget {
+                bail!("--webhook validates widgets: use it with --kind widget");
+            }
+            bench.install_webhook(&mut c).await?;
+        }
         Ok(bench)
+    }
+
+    /// The configuration `--webhook` installs.
+    const WEBHOOK_CONFIGURATION: &str =
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/wasmgate-bench";
+
+    /// Starts the webhook fixture and points a ValidatingWebhookConfiguration for widgets at
+    /// it (replacing one left by an earlier run).
+    async fn install_webhook(&self, c: &mut Client) -> anyhow::Result<()> {
+        let hook = wasmgate_fixtures::Webhook::start()
+            .await
+            .map_err(|e| anyhow!("starting the webhook: {e}"))?;
+        let config = serde_json::json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "wasmgate-bench"},
+            "webhooks": [{
+                "name": "widgets.bench.wasmgate.dev",
+                "clientConfig": hook.client_config("/widgets/validate"),
+                "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": ["example.com"], "apiVersions": ["*"], "resources": ["widgets"]}],
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+            }],
+        });
+        self.call(c, Method::DELETE, Self::WEBHOOK_CONFIGURATION, None)
+            .await?;
+        let path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+        let r = self
+            .call(c, Method::POST, path, Some(Bytes::from(config.to_string())))
+            .await?;
+        if !r.status.is_success() {
+            bail!("{}", describe_failure(&Method::POST, path, &r));
+        }
+        eprintln!(
+            "wasmgate-bench: widgets validated by the webhook at {}",
+            hook.url("/widgets/validate")
+        );
+        Ok(())
+    }
+
+    /// Removes what the run installed (the `--webhook` configuration).
+    pub async fn clean_up(&self) -> anyhow::Result<()> {
+        if self.args.webhook {
+            let mut c = self.ep.client(None).await?;
+            self.call(&mut c, Method::DELETE, Self::WEBHOOK_CONFIGURATION, None)
+                .await?;
+        }
+        Ok(())
     }
 
     /// The collection path of the benchmarked kind in namespace `ns`.

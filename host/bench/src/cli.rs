@@ -110,6 +110,13 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Kind::Configmap)]
     pub kind: Kind,
 
+    /// With --kind widget: validate widgets with an admission webhook as well, served by
+    /// this process (wasmgate-fixtures: HTTPS on 127.0.0.1, the widgets plugin's rule). The
+    /// ValidatingWebhookConfiguration `wasmgate-bench` is created first and deleted at the
+    /// end; the webhook's CPU is this process's.
+    #[arg(long)]
+    pub webhook: bool,
+
     /// Namespace to work in (created if missing; object names are fresh on every run)
     #[arg(long, default_value = "bench")]
     pub namespace: String,

@@ -88,6 +88,9 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    if let Err(e) = bench.clean_up().await {
+        eprintln!("wasmgate-bench: cleaning up: {e:#}");
+    }
     println!("{}", summary.to_line()?);
     Ok(match (fatal, unclean) {
         (true, _) => ExitCode::from(1),
