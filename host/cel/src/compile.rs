@@ -66,7 +66,25 @@ pub(crate) fn compile(
     decl: &Arc<Decl>,
     optional_old_self: bool,
 ) -> Result<Compiled, CompileError> {
-    compile_inner(source, decl, optional_old_self)
+    let self_ty = Ty::of_decl(decl);
+    let old_ty = if optional_old_self {
+        Ty::Optional(Box::new(self_ty.clone()))
+    } else {
+        self_ty.clone()
+    };
+    let vars = [("self", self_ty), ("oldSelf", old_ty)];
+    compile_inner(source, &vars, decl)
+        .map_err(CompileError::Compilation)
+        .and_then(|(c, instantiation)| match instantiation {
+            Some(e) => Err(CompileError::Instantiation(e)),
+            None => Ok(c),
+        })
+}
+
+/// Compiles `source` with each of `names` declared `dyn` (untyped JSON).
+pub(crate) fn compile_dyn(source: &str, names: &[&'static str]) -> Result<Compiled, CompileError> {
+    let vars: Vec<(&'static str, Ty)> = names.iter().map(|n| (*n, Ty::Dyn)).collect();
+    compile_inner(source, &vars, crate::decl::dynamic())
         .map_err(CompileError::Compilation)
         .and_then(|(c, instantiation)| match instantiation {
             Some(e) => Err(CompileError::Instantiation(e)),
@@ -76,8 +94,8 @@ pub(crate) fn compile(
 
 fn compile_inner(
     source: &str,
+    vars: &[(&'static str, Ty)],
     decl: &Arc<Decl>,
-    optional_old_self: bool,
 ) -> Result<(Compiled, Option<String>), String> {
     let size = source.chars().count();
     if size > MAX_EXPRESSION_CODE_POINTS {
@@ -117,14 +135,7 @@ fn compile_inner(
         let (line, col) = location(source, &info, id);
         return Err(display(source, vec![Issue { line, col, msg }]));
     }
-    let self_ty = Ty::of_decl(decl);
-    let old_ty = if optional_old_self {
-        Ty::Optional(Box::new(self_ty.clone()))
-    } else {
-        self_ty.clone()
-    };
-    let vars = [("self", self_ty), ("oldSelf", old_ty)];
-    let checked = match checker::check(&expr, &vars) {
+    let checked = match checker::check(&expr, vars) {
         Ok(c) => c,
         Err(errs) if errs.iter().any(|e| e.msg == checker::RECURSION_ERROR) => {
             return Err(recursion_error());

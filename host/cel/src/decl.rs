@@ -64,6 +64,23 @@ pub(crate) enum Kind {
     },
     /// `x-kubernetes-int-or-string`: `dyn`.
     IntOrString,
+    /// Any JSON value, typed by what it is (`dyn`): the variables of admission policies,
+    /// whose objects have no one schema.
+    Dyn,
+}
+
+/// The declaration of untyped JSON ([`Kind::Dyn`]): every element is one too.
+pub(crate) fn dynamic() -> &'static Arc<Decl> {
+    static DYN: std::sync::LazyLock<Arc<Decl>> = std::sync::LazyLock::new(|| {
+        Arc::new(Decl {
+            name: String::new(),
+            kind: Kind::Dyn,
+            max_elements: u64::try_from(MAX_REQUEST_SIZE_BYTES).unwrap_or(u64::MAX),
+            min_size: 1,
+            nullable: true,
+        })
+    });
+    &DYN
 }
 
 /// `x-kubernetes-list-type`.
@@ -96,6 +113,7 @@ impl Decl {
     pub(crate) fn elem(&self) -> Option<&Arc<Decl>> {
         match &self.kind {
             Kind::List { elem, .. } | Kind::Map { elem } => Some(elem),
+            Kind::Dyn => Some(dynamic()),
             _ => None,
         }
     }

@@ -92,6 +92,7 @@ mod cost_tests;
 mod decl;
 mod escape;
 mod eval;
+mod expression;
 mod ext_macros;
 mod fieldpath;
 mod functions;
@@ -105,6 +106,7 @@ mod timeutil;
 mod types;
 mod value;
 
+pub use expression::{Expression, Output};
 pub use rules::{Outcome, Rules, compile};
 
 /// Cost limit of one rule evaluation (`PerCallLimit`).

@@ -96,7 +96,7 @@ impl Ty {
             Kind::Bytes => Ty::Bytes,
             Kind::Duration => Ty::Duration,
             Kind::Timestamp { .. } => Ty::Timestamp,
-            Kind::IntOrString => Ty::Dyn,
+            Kind::IntOrString | Kind::Dyn => Ty::Dyn,
         }
     }
 

@@ -291,6 +291,18 @@ pub(crate) fn from_json<'a>(v: &'a Json, decl: &'a Decl) -> Res<Val<'a>> {
             Json::Array(items) => Val::List(List::Json(items, decl)),
             _ => return Err(bad("an array for the provided schema with type=array")),
         },
+        Kind::Dyn => match v {
+            Json::Null => Val::Null,
+            Json::Bool(b) => Val::Bool(*b),
+            Json::Number(n) => match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => Val::Int(i),
+                (None, Some(u)) => Val::Uint(u),
+                _ => Val::Double(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            Json::String(s) => Val::Str(Str::B(s)),
+            Json::Array(items) => Val::List(List::Json(items, decl)),
+            Json::Object(m) => Val::Map(MapV::Json(m, decl)),
+        },
         Kind::Bool => Val::Bool(v.as_bool().ok_or_else(|| bad("bool"))?),
         Kind::Int => match v.as_i64() {
             Some(i) => Val::Int(i),
