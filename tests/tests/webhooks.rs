@@ -106,3 +106,55 @@ webhooks:
     }
     assert!(hook.calls() >= 4, "{} calls", hook.calls());
 }
+
+/// The same rule as a ValidatingAdmissionPolicy (`examples/policies/widgets.yaml`): CEL
+/// in the gateway denies the same widgets, worded as kube-apiserver words it.
+#[test]
+fn widgets_validated_by_an_admission_policy() {
+    let gw = gateway_builder!().start();
+    let crd = wasmgate_e2e::widgets_crd_without_plugin(gw.data_dir());
+    gw.kubectl_ok(&["apply", "-f", &crd.to_string_lossy()]);
+    let policy = examples_dir().join("policies/widgets.yaml");
+    gw.kubectl_ok(&["apply", "-f", &policy.to_string_lossy()]);
+    let listed = gw.kubectl_ok(&[
+        "get",
+        "validatingadmissionpolicies,validatingadmissionpolicybindings",
+    ]);
+    assert_contains(
+        &listed,
+        &["validatingadmissionpolicy.admissionregistration.k8s.io/widgets"],
+    );
+    let big = gw.write_file(
+        "big.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: big\nspec:\n  color: red\n  size: 9\n  replicas: 6\n",
+    );
+    let err = gw.kubectl_err(&["apply", "-f", &big.to_string_lossy()]);
+    assert_contains(
+        &err,
+        &[
+            "Error from server (Forbidden)",
+            "widgets.example.com \"big\" is forbidden: ValidatingAdmissionPolicy 'widgets' with binding 'widgets' denied request: a widget of size 9 runs at most 5 replicas, not 6",
+        ],
+    );
+    gw.kubectl_err(&["get", "widget", "big"]);
+    let ok = gw.write_file(
+        "ok.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: ok\nspec:\n  color: red\n  size: 9\n  replicas: 5\n",
+    );
+    gw.kubectl_ok(&["apply", "-f", &ok.to_string_lossy()]);
+    // Its type checking is reported (by a controller, soon after the write), empty.
+    wasmgate_e2e::poll(
+        "the policy's status",
+        std::time::Duration::from_secs(10),
+        || {
+            let checked = gw.kubectl_ok(&[
+                "get",
+                "validatingadmissionpolicy",
+                "widgets",
+                "-o",
+                "jsonpath={.status.typeChecking}",
+            ]);
+            (checked == "{\"expressionWarnings\":[]}").then_some(())
+        },
+    );
+}

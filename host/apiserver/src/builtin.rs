@@ -72,6 +72,16 @@ pub fn prepare_for_create(t: &ResourceType, obj: &mut Value) {
         ) => {
             crate::webhooks::config::set_defaults(obj, b == Builtin::MutatingWebhookConfiguration);
         }
+        Some(Builtin::ValidatingAdmissionPolicy) => {
+            // The status is the server's (type checking): none on create.
+            if let Some(m) = obj.as_object_mut() {
+                m.remove("status");
+            }
+            crate::policies::set_policy_defaults(obj);
+        }
+        Some(Builtin::ValidatingAdmissionPolicyBinding) => {
+            crate::policies::set_binding_defaults(obj);
+        }
         _ => {}
     }
 }
@@ -123,6 +133,25 @@ pub fn prepare_for_update(
             _,
         ) => {
             crate::webhooks::config::set_defaults(new, b == Builtin::MutatingWebhookConfiguration);
+        }
+        (Some(Builtin::ValidatingAdmissionPolicy), None) => {
+            copy_field(new, old, "status");
+            crate::policies::set_policy_defaults(new);
+        }
+        (Some(Builtin::ValidatingAdmissionPolicy), Some("status")) => {
+            let status = new.get("status").cloned();
+            *new = old.clone();
+            match status {
+                Some(s) => new["status"] = s,
+                None => {
+                    if let Some(m) = new.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+        }
+        (Some(Builtin::ValidatingAdmissionPolicyBinding), _) => {
+            crate::policies::set_binding_defaults(new);
         }
         _ => {}
     }
@@ -283,6 +312,12 @@ pub fn validate(t: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Field
                 obj,
                 b == Builtin::MutatingWebhookConfiguration,
             ));
+        }
+        Some(Builtin::ValidatingAdmissionPolicy) => {
+            errs.extend(crate::policies::validate_policy(obj));
+        }
+        Some(Builtin::ValidatingAdmissionPolicyBinding) => {
+            errs.extend(crate::policies::validate_binding(obj));
         }
         _ => {}
     }

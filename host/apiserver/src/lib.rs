@@ -47,6 +47,7 @@ mod openapi;
 mod openapi_text;
 mod outbound;
 pub mod plugins;
+mod policies;
 mod rbac;
 pub mod registry;
 mod reviews;
@@ -177,6 +178,8 @@ pub(crate) struct Inner {
     pub(crate) metrics: metrics::Metrics,
     /// The admission webhooks in force ([`webhooks::Index`]), rebuilt on every change.
     pub(crate) webhooks: watch::Sender<Arc<webhooks::Index>>,
+    /// The admission policies in force ([`policies::Index`]), rebuilt with the webhooks.
+    pub(crate) policies: watch::Sender<Arc<policies::Index>>,
     /// The one outbound HTTPS client (webhooks).
     pub(crate) outbound: outbound::Outbound,
 }
@@ -205,6 +208,7 @@ impl ApiServer {
             crd_cleanups: std::sync::Mutex::new(std::collections::HashSet::new()),
             webhooks: watch::Sender::new(Arc::new(webhooks::Index::default())),
             outbound: outbound::Outbound::new(),
+            policies: watch::Sender::new(Arc::new(policies::Index::default())),
         });
         namespaces::bootstrap(&inner)
             .await

@@ -25,7 +25,8 @@ pub fn builtin_definitions() -> &'static Map<String, Value> {
 
 fn generate_definitions() -> Map<String, Value> {
     use k8s_openapi::api::admissionregistration::v1::{
-        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+        MutatingWebhookConfiguration, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+        ValidatingWebhookConfiguration,
     };
     use k8s_openapi::api::autoscaling::v1::Scale;
     use k8s_openapi::api::coordination::v1::Lease;
@@ -46,6 +47,8 @@ fn generate_definitions() -> Map<String, Value> {
     generator.subschema_for::<ClusterRoleBinding>();
     generator.subschema_for::<MutatingWebhookConfiguration>();
     generator.subschema_for::<ValidatingWebhookConfiguration>();
+    generator.subschema_for::<ValidatingAdmissionPolicy>();
+    generator.subschema_for::<ValidatingAdmissionPolicyBinding>();
     generator.subschema_for::<DeleteOptions>();
     generator.subschema_for::<Status>();
     generator.subschema_for::<ListMeta>();

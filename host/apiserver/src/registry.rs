@@ -40,6 +40,10 @@ pub enum Builtin {
     MutatingWebhookConfiguration,
     /// admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration.
     ValidatingWebhookConfiguration,
+    /// admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy.
+    ValidatingAdmissionPolicy,
+    /// admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding.
+    ValidatingAdmissionPolicyBinding,
 }
 
 /// Who implements a resource type.
@@ -378,7 +382,40 @@ pub fn builtin_types() -> Vec<ResourceType> {
         ),
         webhook_configuration(true),
         webhook_configuration(false),
+        admission_policy(),
+        builtin(
+            crate::webhooks::GROUP,
+            "validatingadmissionpolicybindings",
+            "validatingadmissionpolicybinding",
+            "ValidatingAdmissionPolicyBinding",
+            &[],
+            false,
+            "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
+            Builtin::ValidatingAdmissionPolicyBinding,
+        ),
     ]
+}
+
+/// `validatingadmissionpolicies`, with its `status` (type checking).
+fn admission_policy() -> ResourceType {
+    let mut t = builtin(
+        crate::webhooks::GROUP,
+        "validatingadmissionpolicies",
+        "validatingadmissionpolicy",
+        "ValidatingAdmissionPolicy",
+        &[],
+        false,
+        "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
+        Builtin::ValidatingAdmissionPolicy,
+    );
+    t.categories = vec!["api-extensions".into()];
+    t.subresources = vec![Subresource {
+        name: "status".into(),
+        kind: "ValidatingAdmissionPolicy".into(),
+        group_version: String::new(),
+        verbs: vec!["get", "patch", "update"],
+    }];
+    t
 }
 
 /// `mutatingwebhookconfigurations` or `validatingwebhookconfigurations`.

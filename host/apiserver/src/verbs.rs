@@ -786,8 +786,16 @@ impl Ctx {
             ) => crate::rbac::wait_for(&self.inner, revision).await,
             // The next request is admitted with this webhook configuration.
             Some(
-                Builtin::MutatingWebhookConfiguration | Builtin::ValidatingWebhookConfiguration,
+                Builtin::MutatingWebhookConfiguration
+                | Builtin::ValidatingWebhookConfiguration
+                | Builtin::ValidatingAdmissionPolicyBinding,
             ) => {
+                crate::webhooks::wait_for(&self.inner, revision).await;
+            }
+            // Not status writes: the controller that makes them is the one waited for.
+            Some(Builtin::ValidatingAdmissionPolicy)
+                if self.req.subresource.as_deref() != Some("status") =>
+            {
                 crate::webhooks::wait_for(&self.inner, revision).await;
             }
             _ => {}

@@ -96,7 +96,48 @@ impl Bench {
             }
             bench.install_webhook(&mut c).await?;
         }
+        if bench.args.policy {
+            if bench.args.kind != Kind::Widget {
+                bail!("--policy validates widgets: use it with --kind widget");
+            }
+            bench.install_policy(&mut c).await?;
+        }
         Ok(bench)
+    }
+
+    /// The policy and binding `--policy` installs (examples/policies/widgets.yaml).
+    const POLICY: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+    const POLICY_BINDING: &str =
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+
+    /// Creates the example policy and its binding (replacing ones left by an earlier run).
+    async fn install_policy(&self, c: &mut Client) -> anyhow::Result<()> {
+        const DOCS: &str = include_str!("../../../examples/policies/widgets.yaml");
+        for (collection, doc) in [Self::POLICY, Self::POLICY_BINDING]
+            .into_iter()
+            .zip(DOCS.split("\n---\n"))
+        {
+            self.call(c, Method::DELETE, &format!("{collection}/widgets"), None)
+                .await?;
+            let mut req = self.ep.request(
+                Method::POST,
+                self.ep.uri(collection)?,
+                Bytes::from(doc.to_owned()),
+            );
+            req.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/yaml"),
+            );
+            let r = c
+                .exchange(req, true)
+                .await
+                .map_err(|e| anyhow!("POST {collection}: {e}"))?;
+            if !r.status.is_success() {
+                bail!("{}", describe_failure(&Method::POST, collection, &r));
+            }
+        }
+        eprintln!("wasmgate-bench: widgets validated by the ValidatingAdmissionPolicy widgets");
+        Ok(())
     }
 
     /// The configuration `--webhook` installs.
@@ -137,12 +178,24 @@ impl Bench {
         Ok(())
     }
 
-    /// Removes what the run installed (the `--webhook` configuration).
+    /// Removes what the run installed (`--webhook`, `--policy`).
     pub async fn clean_up(&self) -> anyhow::Result<()> {
         if self.args.webhook {
             let mut c = self.ep.client(None).await?;
             self.call(&mut c, Method::DELETE, Self::WEBHOOK_CONFIGURATION, None)
                 .await?;
+        }
+        if self.args.policy {
+            let mut c = self.ep.client(None).await?;
+            for collection in [Self::POLICY_BINDING, Self::POLICY] {
+                self.call(
+                    &mut c,
+                    Method::DELETE,
+                    &format!("{collection}/widgets"),
+                    None,
+                )
+                .await?;
+            }
         }
         Ok(())
     }

@@ -117,6 +117,12 @@ pub struct Args {
     #[arg(long)]
     pub webhook: bool,
 
+    /// With --kind widget: validate widgets with the ValidatingAdmissionPolicy of
+    /// examples/policies/widgets.yaml (the same rule in CEL, run by the gateway), installed
+    /// first and deleted at the end
+    #[arg(long)]
+    pub policy: bool,
+
     /// Namespace to work in (created if missing; object names are fresh on every run)
     #[arg(long, default_value = "bench")]
     pub namespace: String,

@@ -22,6 +22,7 @@ use super::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::object::{self, meta, meta_str};
 use crate::plugins::{Binding, FailurePolicy, Op};
+use crate::policies;
 use crate::webhooks::{self, Webhook};
 
 /// The plugins and webhooks one request goes through, and the request they are sent.
@@ -29,8 +30,21 @@ pub(crate) struct Admission {
     bindings: Vec<Arc<Binding>>,
     mutating_webhooks: Vec<Arc<Webhook>>,
     validating_webhooks: Vec<Arc<Webhook>>,
+    /// The admission policies and their bindings that apply, with how a denial names
+    /// the resource.
+    policies: Vec<(Arc<policies::Policy>, Arc<policies::Binding>)>,
+    policy_target: PolicyTarget,
     req: AdmissionRequest,
     inner: Arc<crate::Inner>,
+}
+
+/// How a policy's denial names what it denied, and where its namespace is.
+struct PolicyTarget {
+    /// `<resource>[.<group>]`.
+    resource: String,
+    group: String,
+    plural: String,
+    namespaced: bool,
 }
 
 /// Why admission stopped a request: the outcomes kube-apiserver tells apart, each mapped
@@ -197,11 +211,19 @@ impl Ctx {
     ) -> ApiResult<Option<Admission>> {
         let all = self.inner.plugins.snapshot();
         let hooks = self.inner.webhooks.borrow().clone();
+        let pols = self.inner.policies.borrow().clone();
         // WasmPlugin objects are exempt, as kube exempts webhook configurations from
         // webhooks: a broken plugin bound to every group can always be fixed or removed.
-        if (all.is_empty() && hooks.is_empty()) || self.rt.group == crate::plugins::crd::GROUP {
+        if (all.is_empty() && hooks.is_empty() && pols.is_empty())
+            || self.rt.group == crate::plugins::crd::GROUP
+        {
             return Ok(None);
         }
+        let name = obj
+            .or(old)
+            .and_then(|o| meta_str(o, "name"))
+            .unwrap_or(self.name())
+            .to_owned();
         fn labels_of(o: Option<&Value>) -> Option<&serde_json::Map<String, Value>> {
             o.and_then(|o| meta(o).get("labels"))
                 .and_then(Value::as_object)
@@ -214,27 +236,36 @@ impl Ctx {
             .filter(|b| b.admits(&self.rt.group, &self.rt.resource, sub, op, labels))
             .cloned()
             .collect();
+        let attrs = webhooks::Attributes {
+            group: &self.rt.group,
+            version: &self.req.version,
+            resource: &self.rt.resource,
+            subresource: sub,
+            op,
+            namespaced: self.rt.namespaced,
+            served_versions: &self.rt.versions,
+            labels: labels_of(obj),
+            old_labels: labels_of(old),
+        };
         let (mut mutating_webhooks, mut validating_webhooks) = if hooks.is_empty() {
             (Vec::new(), Vec::new())
         } else {
-            hooks.matching(&webhooks::Attributes {
-                group: &self.rt.group,
-                version: &self.req.version,
-                resource: &self.rt.resource,
-                subresource: sub,
-                op,
-                namespaced: self.rt.namespaced,
-                served_versions: &self.rt.versions,
-                labels: labels_of(obj),
-                old_labels: labels_of(old),
-            })
+            hooks.matching(&attrs)
+        };
+        let mut matched_policies = if pols.is_empty() {
+            Vec::new()
+        } else {
+            pols.matching(&attrs, &name)
         };
         let namespace_object = self.rt.group.is_empty() && self.rt.resource == "namespaces";
         let selects = bindings.iter().any(|b| b.namespace_selector.is_some())
             || mutating_webhooks
                 .iter()
                 .chain(&validating_webhooks)
-                .any(|h| h.selects_namespaces());
+                .any(|h| h.selects_namespaces())
+            || matched_policies
+                .iter()
+                .any(|(p, b)| p.selects_namespaces(b));
         if selects && (self.rt.namespaced || namespace_object) {
             let ns_labels = if namespace_object {
                 labels.cloned()
@@ -248,8 +279,13 @@ impl Ctx {
             });
             mutating_webhooks.retain(|h| h.matches_namespace(ns_labels.as_ref()));
             validating_webhooks.retain(|h| h.matches_namespace(ns_labels.as_ref()));
+            matched_policies.retain(|(p, b)| p.matches_namespace(b, ns_labels.as_ref()));
         }
-        if bindings.is_empty() && mutating_webhooks.is_empty() && validating_webhooks.is_empty() {
+        if bindings.is_empty()
+            && mutating_webhooks.is_empty()
+            && validating_webhooks.is_empty()
+            && matched_policies.is_empty()
+        {
             return Ok(None);
         }
         let gvk = GroupVersionKind {
@@ -262,11 +298,6 @@ impl Ctx {
             version: self.req.version.clone(),
             resource: self.rt.resource.clone(),
         };
-        let name = obj
-            .or(old)
-            .and_then(|o| meta_str(o, "name"))
-            .unwrap_or(self.name())
-            .to_owned();
         let req = AdmissionRequest {
             uid: object::new_uid(),
             kind: gvk.clone(),
@@ -293,10 +324,22 @@ impl Ctx {
             dry_run,
             options: None,
         };
+        let policy_target = PolicyTarget {
+            resource: if self.rt.group.is_empty() {
+                self.rt.resource.clone()
+            } else {
+                format!("{}.{}", self.rt.resource, self.rt.group)
+            },
+            group: self.rt.group.clone(),
+            plural: self.rt.resource.clone(),
+            namespaced: self.rt.namespaced,
+        };
         Ok(Some(Admission {
             bindings,
             mutating_webhooks,
             validating_webhooks,
+            policies: matched_policies,
+            policy_target,
             req,
             inner: self.inner.clone(),
         }))
@@ -440,6 +483,9 @@ impl Admission {
             }
             None => self.req.object = None,
         }
+        if !self.policies.is_empty() {
+            self.run_policies(obj, warnings).await?;
+        }
         let validators: Vec<&Arc<Binding>> =
             self.bindings.iter().filter(|b| b.hooks.validate).collect();
         let req = &self.req;
@@ -481,6 +527,96 @@ impl Admission {
             }
         }
         Ok(())
+    }
+}
+
+impl Admission {
+    /// The admission policies that apply, in binding order (kube runs them before the
+    /// validating webhooks): the first denial answers.
+    async fn run_policies(&self, obj: Option<&Value>, warnings: &mut Vec<String>) -> ApiResult<()> {
+        let request = webhooks::call::review(&self.req)
+            .map(|mut r| r["request"].take())
+            .unwrap_or(Value::Null);
+        let object = obj.cloned().unwrap_or(Value::Null);
+        let old_object = self
+            .req
+            .old_object
+            .as_deref()
+            .and_then(|o| serde_json::from_str(o).ok())
+            .unwrap_or(Value::Null);
+        let namespace_object = match (&self.req.namespace, self.policy_target.namespaced) {
+            (Some(ns), true) => self
+                .read(&format!("core/namespaces//{ns}"))
+                .await?
+                .unwrap_or(Value::Null),
+            _ => Value::Null,
+        };
+        for (policy, binding) in &self.policies {
+            let mut input = policies::Input {
+                object: &object,
+                old_object: &old_object,
+                request: &request,
+                namespace_object: &namespace_object,
+                params: &Value::Null,
+                resource: &self.policy_target.resource,
+                name: &self.req.name,
+                group: &self.policy_target.group,
+                plural: &self.policy_target.plural,
+            };
+            let params = match (policy.param_kind(), binding.param_ref()) {
+                (Some(kind), Some((name, ns, deny))) => match self.param(kind, name, ns).await? {
+                    Some(p) => Some(p),
+                    None if *deny => {
+                        return Err(AdmissionError::Webhook(policies::params_missing(
+                            policy, binding, &input,
+                        ))
+                        .into());
+                    }
+                    None => continue,
+                },
+                _ => None,
+            };
+            if let Some(p) = &params {
+                input.params = p;
+            }
+            policies::evaluate(policy, binding, &input, warnings)
+                .map_err(AdmissionError::Webhook)?;
+        }
+        Ok(())
+    }
+
+    /// The object of `kind` (apiVersion, kind) named `name` (in `namespace`, else the
+    /// request's, for a namespaced kind) that a binding's `paramRef` names.
+    async fn param(
+        &self,
+        (api_version, kind): &(String, String),
+        name: &str,
+        namespace: &str,
+    ) -> ApiResult<Option<Value>> {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let catalog = self.inner.registry.snapshot();
+        let Some(rt) = catalog.types().iter().find(|t| {
+            t.group == group && t.kind == *kind && t.versions.iter().any(|v| v == version)
+        }) else {
+            return Ok(None);
+        };
+        let ns = if namespace.is_empty() {
+            self.req.namespace.as_deref()
+        } else {
+            Some(namespace)
+        };
+        self.read(&rt.key(ns, name)).await
+    }
+
+    /// A stored object, decoded.
+    async fn read(&self, key: &str) -> ApiResult<Option<Value>> {
+        let (_, found) = self
+            .inner
+            .store
+            .get(key, ReadAt::Latest)
+            .await
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        Ok(found.and_then(|f| object::from_stored(&f.value).ok()))
     }
 }
 

@@ -89,7 +89,7 @@ pub(crate) fn denial_status(hook: &Webhook, status: Option<&wit::Status>) -> Sta
 }
 
 /// The `AdmissionReview` request for `req` (whose `object` and `old_object` are JSON).
-fn review(req: &AdmissionRequest) -> Result<Value, CallFailure> {
+pub(crate) fn review(req: &AdmissionRequest) -> Result<Value, CallFailure> {
     let json_of = |s: &Option<String>| -> Result<Value, CallFailure> {
         match s {
             Some(s) => serde_json::from_str(s)

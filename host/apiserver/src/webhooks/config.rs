@@ -123,7 +123,7 @@ pub(crate) fn parse(obj: &Value, mutating: bool) -> Vec<Webhook> {
         .collect()
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
+pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -134,7 +134,7 @@ fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn rule(r: &Value) -> Rule {
+pub(crate) fn rule(r: &Value) -> Rule {
     Rule {
         operations: strings(r.get("operations")),
         groups: strings(r.get("apiGroups")),
@@ -431,7 +431,7 @@ pub(crate) fn validate_client_config(cc: Option<&Value>, at: &str, errs: &mut Ve
     }
 }
 
-fn validate_rule(r: &Value, at: &str, errs: &mut Vec<FieldError>) {
+pub(crate) fn validate_rule(r: &Value, at: &str, errs: &mut Vec<FieldError>) {
     let list = |k: &str, errs: &mut Vec<FieldError>| -> Vec<String> {
         let items = strings(r.get(k));
         if items.is_empty() {

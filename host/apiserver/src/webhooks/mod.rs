@@ -140,7 +140,7 @@ impl Webhook {
 impl Rule {
     /// kube's rule matcher; `exact`: the version must be listed (else any version of a
     /// resource the rule names will do, for `matchPolicy: Equivalent`).
-    fn matches(&self, a: &Attributes<'_>, exact: bool) -> bool {
+    pub(crate) fn matches(&self, a: &Attributes<'_>, exact: bool) -> bool {
         let any = |list: &[String], v: &str| list.iter().any(|x| x == "*" || x == v);
         let op = match a.op {
             Op::Create => "CREATE",
@@ -171,30 +171,67 @@ impl Rule {
     }
 }
 
-/// Reads every configuration and rebuilds the index.
+/// Reads every configuration, policy and binding and rebuilds the indexes (the policies'
+/// first: a writer waiting for the webhooks' revision then sees both); then brings the
+/// policies' `status.typeChecking` up to date.
 pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<u64, String> {
     let page = inner
         .store
         .list(PREFIX, ReadAt::Latest, None, 0, false)
         .await
         .map_err(|e| crate::error::error_chain(&e))?;
-    let objects = page.items.iter().filter_map(|item| {
-        let mutating = item
-            .key
-            .strip_prefix(PREFIX)?
-            .starts_with("mutatingwebhookconfigurations/");
-        let validating = item
-            .key
-            .strip_prefix(PREFIX)?
-            .starts_with("validatingwebhookconfigurations/");
-        if !mutating && !validating {
-            return None;
+    let mut configs = Vec::new();
+    let mut policies = Vec::new();
+    let mut bindings = Vec::new();
+    for item in &page.items {
+        let Some(rest) = item.key.strip_prefix(PREFIX) else {
+            continue;
+        };
+        let Ok(obj) = crate::object::from_stored(&item.value) else {
+            continue;
+        };
+        match rest.split('/').next() {
+            Some("mutatingwebhookconfigurations") => configs.push((true, obj)),
+            Some("validatingwebhookconfigurations") => configs.push((false, obj)),
+            Some("validatingadmissionpolicies") => policies.push(obj),
+            Some("validatingadmissionpolicybindings") => bindings.push(obj),
+            _ => {}
         }
-        Some((mutating, crate::object::from_stored(&item.value).ok()?))
-    });
-    let ix = Index::build(page.revision, objects);
+    }
+    let policy_index = crate::policies::Index::build(policies.iter(), bindings.iter());
+    let statuses: Vec<(Value, Value)> = policies
+        .iter()
+        .filter_map(|o| {
+            let name = crate::object::meta_str(o, "name")?;
+            let desired = crate::policies::status_of(policy_index.policy(name)?, None);
+            (o.pointer("/status/typeChecking") != desired.get("typeChecking"))
+                .then(|| (o.clone(), desired))
+        })
+        .collect();
+    inner.policies.send_replace(Arc::new(policy_index));
+    let ix = Index::build(page.revision, configs.into_iter());
     let revision = ix.revision;
     inner.webhooks.send_replace(Arc::new(ix));
+    for (mut obj, status) in statuses {
+        let name = crate::object::meta_str(&obj, "name")
+            .unwrap_or("")
+            .to_owned();
+        obj["status"] = status;
+        let path = format!("/apis/{GROUP}/v1/validatingadmissionpolicies/{name}/status");
+        if let Err(e) = crate::internal::call_ok(
+            inner,
+            crate::internal::system_user(),
+            http::Method::PUT,
+            &path,
+            "application/json",
+            Some(&obj),
+        )
+        .await
+        {
+            // A newer version of the policy wins; the next pass writes its status.
+            tracing::debug!(policy = %name, error = %e, "writing the type checking status");
+        }
+    }
     Ok(revision)
 }
 
