@@ -158,3 +158,91 @@ fn widgets_validated_by_an_admission_policy() {
         },
     );
 }
+
+/// The aggregation layer (issue 13, item 1): an extension API server (the
+/// `wasmgate-fixtures` one) behind an `APIService` answers `kubectl get` through the
+/// gateway, which tells it the caller with request-header authentication, and its
+/// resources are in `kubectl api-resources`; stopped, its group answers 503 while the rest
+/// is unaffected, and the `APIService` says why.
+#[test]
+fn an_extension_api_server_behind_an_apiservice() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let gw = gateway_builder!().start();
+    let front_ca = std::fs::read_to_string(gw.data_dir().join("pki/front-proxy/ca.crt")).unwrap();
+    let ext = rt
+        .block_on(wasmgate_fixtures::ExtensionServer::start(0, &front_ca))
+        .unwrap();
+    let published = gw.kubectl_ok(&[
+        "-n",
+        "kube-system",
+        "get",
+        "configmap",
+        "extension-apiserver-authentication",
+        "-o",
+        "jsonpath={.data.requestheader-client-ca-file}",
+    ]);
+    assert_eq!(published.trim(), front_ca.trim());
+    let apiservice = gw.write_file(
+        "apiservice.yaml",
+        &format!(
+            "apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1alpha1.wardle.example.com
+  annotations:
+    wasmgate.dev/backend: {}
+spec:
+  group: wardle.example.com
+  version: v1alpha1
+  service: {{namespace: wardle, name: api}}
+  caBundle: {}
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+",
+            ext.url(),
+            ext.ca_bundle()
+        ),
+    );
+    gw.kubectl_ok(&["apply", "-f", &apiservice.to_string_lossy()]);
+    let condition = |gw: &wasmgate_e2e::Gateway| {
+        gw.kubectl_ok(&[
+            "get",
+            "apiservice",
+            "v1alpha1.wardle.example.com",
+            "-o",
+            "jsonpath={.status.conditions[0].status} {.status.conditions[0].reason}",
+        ])
+    };
+    let within = std::time::Duration::from_secs(20);
+    wasmgate_e2e::poll("the APIService to be Available", within, || {
+        (condition(&gw) == "True Passed").then_some(())
+    });
+
+    let listed = gw.kubectl_ok(&["get", "flunders", "-n", "default"]);
+    assert_contains(&listed, &["NAME", "REFERENCE", "hello", "wasmgate-admin"]);
+    let (user, groups) = ext.last_user().unwrap();
+    assert_eq!(user, "wasmgate-admin");
+    assert!(groups.iter().any(|g| g == "system:masters"), "{groups:?}");
+    let resources = gw.kubectl_ok(&["api-resources", "--api-group=wardle.example.com"]);
+    assert_contains(
+        &resources,
+        &["flunders", "fl", "wardle.example.com/v1alpha1", "Flunder"],
+    );
+    let err = gw.kubectl_err(&["get", "flunder", "nope", "-n", "default"]);
+    assert_contains(&err, &["flunders.wardle.example.com \"nope\" not found"]);
+
+    // Down: its group is 503, the rest is served, the APIService says why.
+    ext.stop();
+    let err = gw.kubectl_err(&["get", "flunders", "-n", "default"]);
+    assert_contains(
+        &err,
+        &[
+            "ServiceUnavailable",
+            "the server is currently unable to handle the request",
+        ],
+    );
+    gw.kubectl_ok(&["get", "configmaps", "-n", "default"]);
+    wasmgate_e2e::poll("the APIService to be unavailable", within, || {
+        (condition(&gw) == "False FailedDiscoveryCheck").then_some(())
+    });
+}

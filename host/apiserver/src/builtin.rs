@@ -79,6 +79,12 @@ pub fn prepare_for_create(t: &ResourceType, obj: &mut Value) {
             }
             crate::policies::set_policy_defaults(obj);
         }
+        Some(Builtin::ApiService) => {
+            // The status is the server's (availability): none on create.
+            if let Some(m) = obj.as_object_mut() {
+                m.remove("status");
+            }
+        }
         Some(Builtin::ValidatingAdmissionPolicyBinding) => {
             crate::policies::set_binding_defaults(obj);
         }
@@ -138,7 +144,8 @@ pub fn prepare_for_update(
             copy_field(new, old, "status");
             crate::policies::set_policy_defaults(new);
         }
-        (Some(Builtin::ValidatingAdmissionPolicy), Some("status")) => {
+        (Some(Builtin::ApiService), None) => copy_field(new, old, "status"),
+        (Some(Builtin::ValidatingAdmissionPolicy | Builtin::ApiService), Some("status")) => {
             let status = new.get("status").cloned();
             *new = old.clone();
             match status {
@@ -319,6 +326,7 @@ pub fn validate(t: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Field
         Some(Builtin::ValidatingAdmissionPolicyBinding) => {
             errs.extend(crate::policies::validate_binding(obj));
         }
+        Some(Builtin::ApiService) => errs.extend(crate::aggregator::validate(obj)),
         _ => {}
     }
     errs

@@ -134,6 +134,26 @@ where
     };
     let catalog = inner.registry.snapshot();
     let get_only = |m: &Method| *m == Method::GET || *m == Method::HEAD;
+    // The aggregation layer: a group/version an APIService puts elsewhere is proxied.
+    let aggregated = inner.aggregator.borrow().clone();
+    if !aggregated.is_empty() {
+        let remote = match &info {
+            RequestInfo::Resource(r) => aggregated.remote(&r.group, &r.version),
+            RequestInfo::GroupVersion { group, version } => aggregated.remote(group, version),
+            _ => None,
+        };
+        if let Some(service) = remote {
+            return crate::aggregator::proxy(inner, call, req, service).await;
+        }
+        if let RequestInfo::Group(g) = &info
+            && aggregated.serves_group(g)
+            && get_only(req.method())
+            && discovery::api_group(&catalog, g).is_none()
+            && let Some(doc) = crate::aggregator::api_group(inner, g)
+        {
+            return Ok(json_value_response(&doc));
+        }
+    }
     match info {
         RequestInfo::LegacyRoot | RequestInfo::GroupsRoot => {
             if !get_only(req.method()) {
@@ -144,6 +164,22 @@ where
                 .map_err(|e| Status::failure(406, "NotAcceptable", e.to_string()))?;
             let core = matches!(info, RequestInfo::LegacyRoot);
             let (bytes, etag) = catalog.root_discovery(core, out, &inner.options.advertise_address);
+            // The groups of extension API servers join `/apis`.
+            let merged;
+            let (bytes, etag) = if !core && !aggregated.is_empty() {
+                let mut doc: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+                crate::aggregator::merge_discovery(
+                    inner,
+                    &mut doc,
+                    !matches!(out, media::DiscoveryOutput::Legacy),
+                );
+                let b = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
+                let tag = format!("\"{:x}\"", <sha2::Sha256 as sha2::Digest>::digest(&b));
+                merged = (b, tag);
+                (&merged.0, &merged.1)
+            } else {
+                (bytes, etag)
+            };
             if header_str(req.headers(), header::IF_NONE_MATCH) == Some(etag.as_str()) {
                 let mut r =
                     bytes_response(StatusCode::NOT_MODIFIED, out.content_type(), Bytes::new());

@@ -21,6 +21,7 @@
 //! when `timeoutSeconds` passes, or at shutdown, always with a clean end of stream.
 #![forbid(unsafe_code)]
 
+mod aggregator;
 pub mod audit;
 pub mod authn_token;
 pub mod authn_x509;
@@ -69,6 +70,25 @@ use wasmgate_storage::Store;
 pub use body::Body;
 pub use version::GIT_VERSION;
 
+/// The front proxy of the aggregation layer: the client certificate it presents to extension
+/// API servers and the CA they trust it by (kube's `--proxy-client-cert-file`,
+/// `--requestheader-client-ca-file`, `--requestheader-allowed-names`), PEM.
+#[derive(Clone)]
+pub struct FrontProxy {
+    pub ca_pem: String,
+    pub client_cert_pem: String,
+    pub client_key_pem: String,
+    pub allowed_names: Vec<String>,
+}
+
+impl std::fmt::Debug for FrontProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrontProxy")
+            .field("allowed_names", &self.allowed_names)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Tuning of the API server. Plain data: tests build it in code.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -107,6 +127,12 @@ pub struct Options {
     pub tokens: authn_token::Tokens,
     /// The audit log, when one is kept.
     pub audit: Option<Arc<audit::Log>>,
+    /// The cluster CA (PEM), published in `kube-system/extension-apiserver-authentication`
+    /// as `client-ca-file`.
+    pub client_ca_pem: Option<String>,
+    /// The aggregation layer's front-proxy identity; `None`: requests are proxied to
+    /// extension API servers without a client certificate.
+    pub front_proxy: Option<FrontProxy>,
     /// Where the key that signs ServiceAccount tokens is kept (created when missing);
     /// `None`: a key for this process only (its tokens die with it).
     pub service_account_key_file: Option<std::path::PathBuf>,
@@ -132,6 +158,8 @@ impl Default for Options {
             tokens: authn_token::Tokens::default(),
             service_account_key_file: None,
             audit: None,
+            client_ca_pem: None,
+            front_proxy: None,
         }
     }
 }
@@ -180,7 +208,10 @@ pub(crate) struct Inner {
     pub(crate) webhooks: watch::Sender<Arc<webhooks::Index>>,
     /// The admission policies in force ([`policies::Index`]), rebuilt with the webhooks.
     pub(crate) policies: watch::Sender<Arc<policies::Index>>,
-    /// The one outbound HTTPS client (webhooks).
+    /// The `APIService`s in force ([`aggregator::Index`]) and what their probes found.
+    pub(crate) aggregator: watch::Sender<Arc<aggregator::Index>>,
+    pub(crate) probes: aggregator::Probes,
+    /// The one outbound HTTPS client (webhooks, the aggregation layer).
     pub(crate) outbound: outbound::Outbound,
 }
 
@@ -209,6 +240,8 @@ impl ApiServer {
             webhooks: watch::Sender::new(Arc::new(webhooks::Index::default())),
             outbound: outbound::Outbound::new(),
             policies: watch::Sender::new(Arc::new(policies::Index::default())),
+            aggregator: watch::Sender::new(Arc::new(aggregator::Index::default())),
+            probes: aggregator::Probes::default(),
         });
         namespaces::bootstrap(&inner)
             .await
@@ -218,6 +251,10 @@ impl ApiServer {
         rbac::bootstrap(&inner)
             .await
             .map_err(ApiServerError::Bootstrap)?;
+        aggregator::publish_authentication(&inner)
+            .await
+            .map_err(ApiServerError::Bootstrap)?;
+        tokio::spawn(aggregator::run(Arc::downgrade(&inner)));
         // Admit with the stored webhook configurations from the first request on.
         webhooks::sync(&inner)
             .await

@@ -49,6 +49,9 @@ fn generate_definitions() -> Map<String, Value> {
     generator.subschema_for::<ValidatingWebhookConfiguration>();
     generator.subschema_for::<ValidatingAdmissionPolicy>();
     generator.subschema_for::<ValidatingAdmissionPolicyBinding>();
+    generator
+        .subschema_for::<k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService>(
+        );
     generator.subschema_for::<DeleteOptions>();
     generator.subschema_for::<Status>();
     generator.subschema_for::<ListMeta>();

@@ -41,6 +41,28 @@ pub(crate) struct Target {
     pub(crate) url: Uri,
     /// PEM CA certificates; `None` = the system's trust roots.
     pub(crate) ca_bundle: Option<Bytes>,
+    /// The client certificate presented (the aggregation layer's front-proxy identity).
+    pub(crate) identity: Option<Arc<Identity>>,
+    /// Accept any server certificate (an `APIService`'s `insecureSkipTLSVerify`).
+    pub(crate) insecure: bool,
+}
+
+impl Default for Target {
+    fn default() -> Self {
+        Target {
+            url: Uri::from_static("https://invalid/"),
+            ca_bundle: None,
+            identity: None,
+            insecure: false,
+        }
+    }
+}
+
+/// A TLS client certificate chain and its key, PEM.
+#[derive(Clone, Debug)]
+pub(crate) struct Identity {
+    pub(crate) cert_pem: Bytes,
+    pub(crate) key_pem: Bytes,
 }
 
 /// A whole reply: any status (the caller decides what a non-2xx means) and the body.
@@ -79,8 +101,9 @@ pub(crate) enum OutboundError {
 
 type HttpsClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
-/// A client's trust configuration: `None` = the system roots, else the CA bundle's SHA-256.
-type TrustKey = Option<[u8; 32]>;
+/// A client's TLS configuration: the CA bundle's SHA-256 (`None`: the system roots), the
+/// client identity's, and whether server certificates are checked at all.
+type TrustKey = (Option<[u8; 32]>, Option<[u8; 32]>, bool);
 
 /// Above this many trust configurations (CA bundles of webhooks since deleted pile up), the
 /// cached clients are all dropped and rebuilt on demand.
@@ -133,7 +156,7 @@ impl Outbound {
         if let Err(reason) = check_url(&target.url) {
             return Err(OutboundError::BadUrl { url, reason });
         }
-        let client = match self.client(target.ca_bundle.as_ref()) {
+        let client = match self.client(target) {
             Ok(client) => client,
             Err(TrustError::BadCaBundle(reason)) => {
                 return Err(OutboundError::BadCaBundle { url, reason });
@@ -165,14 +188,51 @@ impl Outbound {
         }
     }
 
-    /// The pooled client for a trust configuration, built on first use.
-    fn client(&self, ca_bundle: Option<&Bytes>) -> Result<HttpsClient, TrustError> {
-        let key: TrustKey = ca_bundle.map(|pem| Sha256::digest(pem).into());
+    /// Sends `request` (its URI is the target's URL, path and query included) and returns
+    /// the reply as it streams in: `timeout` bounds the wait for its head only (a watch
+    /// streams for as long as it lasts).
+    pub(crate) async fn send(
+        &self,
+        target: &Target,
+        request: Request<Full<Bytes>>,
+        timeout: Duration,
+    ) -> Result<http::Response<hyper::body::Incoming>, OutboundError> {
+        let url = target.url.to_string();
+        if let Err(reason) = check_url(&target.url) {
+            return Err(OutboundError::BadUrl { url, reason });
+        }
+        let client = match self.client(target) {
+            Ok(client) => client,
+            Err(TrustError::BadCaBundle(reason)) => {
+                return Err(OutboundError::BadCaBundle { url, reason });
+            }
+            Err(TrustError::Tls(message)) => return Err(OutboundError::Tls { url, message }),
+        };
+        match tokio::time::timeout(timeout, client.request(request)).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(e)) => Err(request_error(&url, &e)),
+            Err(_elapsed) => Err(OutboundError::Timeout { url }),
+        }
+    }
+
+    /// The pooled client for a target's TLS configuration, built on first use.
+    fn client(&self, target: &Target) -> Result<HttpsClient, TrustError> {
+        let ca_bundle = target.ca_bundle.as_ref();
+        let key: TrustKey = (
+            ca_bundle.map(|pem| Sha256::digest(pem).into()),
+            target.identity.as_ref().map(|i| {
+                let mut h = Sha256::new();
+                h.update(&i.cert_pem);
+                h.update(&i.key_pem);
+                h.finalize().into()
+            }),
+            target.insecure,
+        );
         if let Some(client) = self.lock().get(&key) {
             return Ok(client.clone());
         }
         // Built outside the lock: loading the system roots reads files.
-        let client = build_client(ca_bundle)?;
+        let client = build_client(ca_bundle, target.identity.as_deref(), target.insecure)?;
         let mut clients = self.lock();
         if clients.len() >= MAX_CLIENTS && !clients.contains_key(&key) {
             clients.clear();
@@ -244,25 +304,45 @@ enum TrustError {
     Tls(String),
 }
 
-/// A client verifying servers against `ca_bundle` (or the system roots), offering h2 and
-/// http/1.1 by ALPN, https only.
-fn build_client(ca_bundle: Option<&Bytes>) -> Result<HttpsClient, TrustError> {
+/// A client verifying servers against `ca_bundle` (or the system roots; or not at all when
+/// `insecure`), presenting `identity` when given, offering h2 and http/1.1 by ALPN, https
+/// only.
+fn build_client(
+    ca_bundle: Option<&Bytes>,
+    identity: Option<&Identity>,
+    insecure: bool,
+) -> Result<HttpsClient, TrustError> {
     let provider = CryptoProvider::get_default()
         .cloned()
         .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()));
     let builder = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| TrustError::Tls(error_chain(&e)))?;
-    let builder = match ca_bundle {
-        Some(pem) => builder.with_root_certificates(root_store(pem)?),
-        None => builder.with_native_roots().map_err(|e| {
+    let builder = match (insecure, ca_bundle) {
+        (true, _) => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AnyServer(provider_of_default()))),
+        (false, Some(pem)) => builder.with_root_certificates(root_store(pem)?),
+        (false, None) => builder.with_native_roots().map_err(|e| {
             TrustError::Tls(format!(
                 "unable to load the system trust roots: {}",
                 error_chain(&e)
             ))
         })?,
     };
-    let tls = builder.with_no_client_auth();
+    let tls = match identity {
+        None => builder.with_no_client_auth(),
+        Some(id) => {
+            let certs = CertificateDer::pem_slice_iter(&id.cert_pem)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| TrustError::Tls(format!("the client certificate: {e}")))?;
+            let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(&id.key_pem)
+                .map_err(|e| TrustError::Tls(format!("the client key: {e}")))?;
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| TrustError::Tls(format!("the client identity: {e}")))?
+        }
+    };
 
     let mut http = HttpConnector::new();
     http.enforce_http(false);
@@ -278,6 +358,63 @@ fn build_client(ca_bundle: Option<&Bytes>) -> Result<HttpsClient, TrustError> {
         .pool_timer(TokioTimer::new())
         .pool_idle_timeout(IDLE_TIMEOUT)
         .build(connector))
+}
+
+fn provider_of_default() -> Arc<CryptoProvider> {
+    CryptoProvider::get_default()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+}
+
+/// Accepts any server certificate, still checking the handshake's signatures
+/// (`insecureSkipTLSVerify`). Hand-written: rustls leaves this choice to its users on
+/// purpose, behind `dangerous()`.
+#[derive(Debug)]
+struct AnyServer(Arc<CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyServer {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
 }
 
 /// The certificates of a PEM CA bundle (at least one).
@@ -474,6 +611,7 @@ mod tests {
             Target {
                 url: format!("https://{}{path}", self.addr).parse().unwrap(),
                 ca_bundle: Some(Bytes::from(self.pki.ca_pem.clone())),
+                ..Target::default()
             }
         }
     }
@@ -631,6 +769,7 @@ mod tests {
             let target = Target {
                 url: url.parse().unwrap(),
                 ca_bundle: None,
+                ..Target::default()
             };
             let err = outbound
                 .post(&target, JSON, Bytes::new(), LONG, 1024)
@@ -690,6 +829,7 @@ mod tests {
         let target = Target {
             url: format!("https://{addr}/validate").parse().unwrap(),
             ca_bundle: Some(Bytes::from(pki().ca_pem)),
+            ..Target::default()
         };
         let start = Instant::now();
         let err = Outbound::new()
@@ -715,6 +855,7 @@ mod tests {
         let target = Target {
             url: format!("https://{addr}/validate").parse().unwrap(),
             ca_bundle: Some(Bytes::from(pki().ca_pem)),
+            ..Target::default()
         };
         let err = Outbound::new()
             .post(&target, JSON, Bytes::new(), LONG, 1024)

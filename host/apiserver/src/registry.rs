@@ -44,6 +44,8 @@ pub enum Builtin {
     ValidatingAdmissionPolicy,
     /// admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding.
     ValidatingAdmissionPolicyBinding,
+    /// apiregistration.k8s.io/v1 APIService.
+    ApiService,
 }
 
 /// Who implements a resource type.
@@ -383,6 +385,7 @@ pub fn builtin_types() -> Vec<ResourceType> {
         webhook_configuration(true),
         webhook_configuration(false),
         admission_policy(),
+        api_service(),
         builtin(
             crate::webhooks::GROUP,
             "validatingadmissionpolicybindings",
@@ -394,6 +397,28 @@ pub fn builtin_types() -> Vec<ResourceType> {
             Builtin::ValidatingAdmissionPolicyBinding,
         ),
     ]
+}
+
+/// `apiservices`, with its `status` (the `Available` condition).
+fn api_service() -> ResourceType {
+    let mut t = builtin(
+        crate::aggregator::GROUP,
+        "apiservices",
+        "apiservice",
+        "APIService",
+        &[],
+        false,
+        "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService",
+        Builtin::ApiService,
+    );
+    t.categories = vec!["api-extensions".into()];
+    t.subresources = vec![Subresource {
+        name: "status".into(),
+        kind: "APIService".into(),
+        group_version: String::new(),
+        verbs: vec!["get", "patch", "update"],
+    }];
+    t
 }
 
 /// `validatingadmissionpolicies`, with its `status` (type checking).

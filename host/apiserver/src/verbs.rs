@@ -798,6 +798,9 @@ impl Ctx {
             {
                 crate::webhooks::wait_for(&self.inner, revision).await;
             }
+            Some(Builtin::ApiService) if self.req.subresource.as_deref() != Some("status") => {
+                crate::aggregator::wait_for(&self.inner, revision).await;
+            }
             _ => {}
         }
     }

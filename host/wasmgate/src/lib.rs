@@ -231,7 +231,6 @@ impl Gateway {
             options.tokens = tokens.clone();
             options.audit = audit.clone();
             options.service_account_key_file = Some(config.data_dir.join("service-account.key"));
-            let server = ApiServer::new(store, options).await?;
             let pki = match &pki {
                 Some(p) => p,
                 None => {
@@ -242,6 +241,15 @@ impl Gateway {
                     pki.insert(pki::load_or_create(&config.data_dir.join("pki"), &sans)?)
                 }
             };
+            let front = pki::front_proxy(&config.data_dir.join("pki"))?;
+            options.client_ca_pem = Some(pki.ca_cert_pem.clone());
+            options.front_proxy = Some(wasmgate_apiserver::FrontProxy {
+                ca_pem: front.ca_cert_pem,
+                client_cert_pem: front.client_cert_pem,
+                client_key_pem: front.client_key_pem,
+                allowed_names: vec![pki::FRONT_PROXY_USER.to_owned()],
+            });
+            let server = ApiServer::new(store, options).await?;
             let tls = Arc::new(pki::server_tls_config(pki)?);
             let kubeconfig = config.data_dir.join(replica_file("admin.kubeconfig", r));
             pki::write_kubeconfig(&kubeconfig, &format!("https://{advertise}"), pki)?;

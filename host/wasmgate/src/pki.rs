@@ -165,6 +165,57 @@ pub fn load_or_create(pki_dir: &Path, extra_sans: &[String]) -> anyhow::Result<P
     })
 }
 
+/// The aggregation layer's front proxy: its own CA (what extension API servers trust for
+/// `X-Remote-User` headers, kube's `requestheader-client-ca-file`) and the client
+/// certificate the gateway presents to them (`CN=front-proxy-client`), all PEM.
+#[derive(Clone)]
+pub struct FrontProxy {
+    pub ca_cert_pem: String,
+    pub client_cert_pem: String,
+    pub client_key_pem: String,
+}
+
+impl fmt::Debug for FrontProxy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FrontProxy")
+            .field("ca_cert_pem", &self.ca_cert_pem)
+            .field("client_cert_pem", &self.client_cert_pem)
+            .field("client_key_pem", &"<redacted>")
+            .finish()
+    }
+}
+
+/// The user (`CN`) of the front proxy's client certificate (kube's
+/// `requestheader-allowed-names`).
+pub const FRONT_PROXY_USER: &str = "front-proxy-client";
+
+/// Loads `pki_dir/front-proxy/{ca,client}.{crt,key}`, creating what is missing: a CA of its
+/// own, kept across restarts as the cluster CA is, and a client certificate it issued.
+pub fn front_proxy(pki_dir: &Path) -> anyhow::Result<FrontProxy> {
+    let dir = pki_dir.join("front-proxy");
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(&dir)
+        .with_context(|| format!("creating {}", dir.display()))?;
+    let (ca_cert_pem, ca_key_pem) = load_or_create_ca(&dir)?;
+    let ca = Ca::from_pem(&ca_cert_pem, &ca_key_pem).context("loading the front-proxy CA")?;
+    let (client_cert_pem, client_key_pem) = load_or_issue_leaf(
+        &dir,
+        "client",
+        &ca,
+        &LeafKind::Client {
+            user: FRONT_PROXY_USER,
+            groups: &[],
+        },
+    )?;
+    Ok(FrontProxy {
+        ca_cert_pem,
+        client_cert_pem,
+        client_key_pem,
+    })
+}
+
 /// Issues an extra client certificate signed by the CA (for tests; nothing else needs one yet).
 ///
 /// The subject is `O=<group>` for each group (in order) followed by `CN=<user>`, which the

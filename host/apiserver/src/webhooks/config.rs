@@ -177,7 +177,11 @@ pub(crate) fn target(cc: &Value) -> Result<Target, String> {
     let url = url
         .parse::<http::Uri>()
         .map_err(|e| format!("clientConfig.url {url:?}: {e}"))?;
-    Ok(Target { url, ca_bundle })
+    Ok(Target {
+        url,
+        ca_bundle,
+        ..Target::default()
+    })
 }
 
 /// `timeoutSeconds` when unset.
