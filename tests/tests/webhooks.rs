@@ -228,6 +228,8 @@ spec:
         &resources,
         &["flunders", "fl", "wardle.example.com/v1alpha1", "Flunder"],
     );
+    let index = gw.kubectl_ok(&["get", "--raw", "/openapi/v3"]);
+    assert_contains(&index, &["\"apis/wardle.example.com/v1alpha1\""]);
     let err = gw.kubectl_err(&["get", "flunder", "nope", "-n", "default"]);
     assert_contains(&err, &["flunders.wardle.example.com \"nope\" not found"]);
 

@@ -17,8 +17,10 @@
 //!   into `/apis` discovery (legacy and aggregated: `kubectl api-resources` lists them).
 //! - A backend that does not answer gives `503 ServiceUnavailable` for its group only.
 //!
-//! Partial: OpenAPI documents of extension servers are not merged (`kubectl explain` does
-//! not know their kinds); built-in groups have no `Local` APIService objects.
+//! - OpenAPI v3: the index lists the proxied group/versions, whose documents are the
+//!   backends' own (proxied); OpenAPI v2 is not merged.
+//!
+//! Partial: built-in groups have no `Local` APIService objects.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -104,6 +106,15 @@ impl Index {
         self.services
             .iter()
             .find(|s| s.group == group && s.version == version && s.backend.is_some())
+    }
+
+    /// Every proxied group/version.
+    pub(crate) fn remote_group_versions(&self) -> Vec<(String, String)> {
+        self.services
+            .iter()
+            .filter(|s| s.backend.is_some())
+            .map(|s| (s.group.clone(), s.version.clone()))
+            .collect()
     }
 
     /// Whether `group` has a proxied version.

@@ -125,6 +125,13 @@ where
         return Ok(resp);
     }
     if segments[0] == "openapi" {
+        // An extension API server's document is its own: proxied.
+        if let ["openapi", "v3", "apis", group, version] = segments[..] {
+            let aggregated = inner.aggregator.borrow().clone();
+            if let Some(service) = aggregated.remote(group, version) {
+                return crate::aggregator::proxy(inner, call, req, service).await;
+            }
+        }
         return openapi_route(inner, &segments[1..], query, req.headers());
     }
     let info = match &call.info {
@@ -252,11 +259,27 @@ fn openapi_route(
     let catalog = inner.registry.snapshot();
     let docs = catalog.openapi();
     match rest {
-        ["v3"] => Ok(bytes_response(
-            StatusCode::OK,
-            "application/json",
-            docs.index.clone(),
-        )),
+        ["v3"] => {
+            let aggregated = inner.aggregator.borrow().clone();
+            if aggregated.is_empty() {
+                return Ok(bytes_response(
+                    StatusCode::OK,
+                    "application/json",
+                    docs.index.clone(),
+                ));
+            }
+            // The group/versions of extension API servers, whose documents are proxied.
+            let mut index: Value = serde_json::from_slice(&docs.index).unwrap_or(Value::Null);
+            if let Some(paths) = index.get_mut("paths").and_then(Value::as_object_mut) {
+                for (group, version) in aggregated.remote_group_versions() {
+                    paths.insert(
+                        format!("apis/{group}/{version}"),
+                        serde_json::json!({"serverRelativeURL": format!("/openapi/v3/apis/{group}/{version}")}),
+                    );
+                }
+            }
+            Ok(json_value_response(&index))
+        }
         ["v3", gv @ ..] if !gv.is_empty() => {
             let key = gv.join("/");
             let (bytes, hash) = docs

@@ -410,3 +410,54 @@ async fn a_conversion_webhook_converts_between_versions() {
     );
     s.get(&format!("{v1}/p")).await.expect(404);
 }
+
+/// Issue 13: `matchConditions` (CEL over `object`, `oldObject`, `request`) decide whether
+/// a webhook is called; one that does not compile is refused on write (422).
+#[tokio::test]
+async fn match_conditions_choose_the_requests() {
+    let s = Server::new().await;
+    let f = fixture().await;
+    s.req(
+        Method::POST,
+        VALIDATING,
+        configuration(
+            "guard",
+            "guard.example.com",
+            f.client_config("/deny-labelled"),
+            json!({"matchConditions": [
+                {"name": "guarded-names", "expression": "object.metadata.name.startsWith('guarded-')"},
+                {"name": "creates", "expression": "request.operation == 'CREATE'"},
+            ]}),
+        ),
+    )
+    .await
+    .expect(201);
+    let before = f.calls.load(Ordering::SeqCst);
+    s.req(Method::POST, CMS, cm("free", json!({"deny": "yes"})))
+        .await
+        .expect(201);
+    assert_eq!(f.calls.load(Ordering::SeqCst), before, "not called");
+    let r = s
+        .req(Method::POST, CMS, cm("guarded-one", json!({"deny": "yes"})))
+        .await
+        .expect(403);
+    assert!(r.text().contains("guard.example.com"), "{}", r.text());
+    let r = s
+        .req(
+            Method::POST,
+            VALIDATING,
+            configuration(
+                "broken",
+                "broken.example.com",
+                f.client_config("/deny-labelled"),
+                json!({"matchConditions": [{"name": "x", "expression": "object.metadata.name +"}]}),
+            ),
+        )
+        .await
+        .expect(422)
+        .json();
+    assert_eq!(
+        r["details"]["causes"][0]["field"],
+        "webhooks[0].matchConditions[0].expression"
+    );
+}

@@ -147,6 +147,16 @@ pub(crate) async fn call(
     req: &AdmissionRequest,
 ) -> Result<wit::AdmissionResponse, CallFailure> {
     use tracing::Instrument as _;
+    if !hook.match_conditions.is_empty() && !conditions_hold(hook, req)? {
+        // Not this webhook's request: as if it allowed it, with nothing to say.
+        return Ok(wit::AdmissionResponse {
+            allowed: true,
+            status: None,
+            mutation: None,
+            warnings: Vec::new(),
+            audit_annotations: Vec::new(),
+        });
+    }
     let started = std::time::Instant::now();
     let r = call_once(&inner.outbound, hook, req)
         .instrument(tracing::debug_span!("webhook", webhook = %hook.name))
@@ -160,6 +170,30 @@ pub(crate) async fn call(
         .metrics
         .webhook_call(&hook.name, hook.mutating, started.elapsed(), outcome);
     r
+}
+
+/// Whether every `matchConditions` entry holds for `req` (kube evaluates them before
+/// calling; an error is the webhook's failure, under its failure policy).
+fn conditions_hold(hook: &Webhook, req: &AdmissionRequest) -> Result<bool, CallFailure> {
+    let review = review(req)?;
+    let request = &review["request"];
+    for (name, cond) in &hook.match_conditions {
+        let fail = |e: String| {
+            CallFailure::Call(format!("failed to evaluate matchCondition '{name}': {e}"))
+        };
+        let cond = cond.as_ref().map_err(|e| fail(e.clone()))?;
+        match cond.evaluate(&[
+            ("object", &request["object"]),
+            ("oldObject", &request["oldObject"]),
+            ("request", request),
+        ]) {
+            Ok(wasmgate_cel::Output::Bool(true)) => {}
+            Ok(wasmgate_cel::Output::Bool(false)) => return Ok(false),
+            Ok(_) => return Err(fail("did not evaluate to a bool".into())),
+            Err(e) => return Err(fail(e)),
+        }
+    }
+    Ok(true)
 }
 
 async fn call_once(

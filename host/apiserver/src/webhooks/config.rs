@@ -64,6 +64,21 @@ pub(crate) struct Webhook {
     pub(crate) timeout: Duration,
     /// `reinvocationPolicy: IfNeeded`.
     pub(crate) reinvoke: bool,
+    /// `matchConditions`: (name, compiled CEL over `object`, `oldObject`, `request`).
+    pub(crate) match_conditions: Vec<(String, Result<wasmgate_cel::Expression, String>)>,
+}
+
+/// The variables of a webhook's `matchConditions`.
+pub(crate) const MATCH_CONDITION_VARIABLES: &[&str] = &["object", "oldObject", "request"];
+
+/// A match condition's expression, compiled (it must give a bool).
+pub(crate) fn compile_condition(source: &str) -> Result<wasmgate_cel::Expression, String> {
+    let e = wasmgate_cel::Expression::compile(source, MATCH_CONDITION_VARIABLES)?;
+    if e.may_return("bool") {
+        Ok(e)
+    } else {
+        Err(format!("must evaluate to bool, not {}", e.output_type()))
+    }
 }
 
 /// The webhooks of a stored configuration, in order (`mutating`: which kind it is).
@@ -118,6 +133,18 @@ pub(crate) fn parse(obj: &Value, mutating: bool) -> Vec<Webhook> {
                         .clamp(1, MAX_TIMEOUT_SECONDS),
                 ),
                 reinvoke: s("reinvocationPolicy") == "IfNeeded",
+                match_conditions: h
+                    .get("matchConditions")
+                    .and_then(Value::as_array)
+                    .map(|ms| {
+                        ms.iter()
+                            .map(|m| {
+                                let f = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("");
+                                (f("name").to_owned(), compile_condition(f("expression")))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
             }
         })
         .collect()
@@ -323,14 +350,39 @@ pub(crate) fn validate(obj: &Value, mutating: bool) -> Vec<FieldError> {
                 errs.extend(v::validate_label_selector(sel, &format!("{at}.{k}")));
             }
         }
-        if h.get("matchConditions")
+        let conditions = h
+            .get("matchConditions")
             .and_then(Value::as_array)
-            .is_some_and(|m| !m.is_empty())
-        {
-            errs.push(FieldError::forbidden(
+            .cloned()
+            .unwrap_or_default();
+        if conditions.len() > 64 {
+            errs.push(FieldError::too_many(
                 format!("{at}.matchConditions"),
-                "matchConditions are not supported by Wasmgate yet",
+                Some(conditions.len()),
+                Some(64),
             ));
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for (j, m) in conditions.iter().enumerate() {
+            let mat = format!("{at}.matchConditions[{j}]");
+            let name = m.get("name").and_then(Value::as_str).unwrap_or("");
+            if name.is_empty() {
+                errs.push(FieldError::required(format!("{mat}.name"), ""));
+            } else {
+                for msg in v::is_qualified_name(name) {
+                    errs.push(FieldError::invalid(format!("{mat}.name"), name, msg));
+                }
+                if seen.contains(&name) {
+                    errs.push(FieldError::duplicate(format!("{mat}.name"), name));
+                }
+                seen.push(name);
+            }
+            let expr = m.get("expression").and_then(Value::as_str).unwrap_or("");
+            if expr.trim().is_empty() {
+                errs.push(FieldError::required(format!("{mat}.expression"), ""));
+            } else if let Err(e) = compile_condition(expr) {
+                errs.push(FieldError::invalid(format!("{mat}.expression"), expr, e));
+            }
         }
     }
     errs

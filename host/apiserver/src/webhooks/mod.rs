@@ -15,9 +15,11 @@
 //! the first denial in that order answers. Requests for the admission configurations
 //! themselves (and for `WasmPlugin`s) are not sent to webhooks, as in kube.
 //!
-//! Partial: `matchConditions` are refused on write; a rule matched through `matchPolicy:
-//! Equivalent` sends the object at the version the client wrote, not converted to one
-//! the rule lists.
+//! `matchConditions` are CEL (`wasmgate_cel::Expression`) over `object`, `oldObject` and
+//! `request`, compiled on write and evaluated before the call.
+//!
+//! Partial: a rule matched through `matchPolicy: Equivalent` sends the object at the
+//! version the client wrote, not converted to one the rule lists; no `authorizer`.
 
 pub(crate) mod call;
 pub(crate) mod config;
