@@ -364,8 +364,7 @@ pub(crate) async fn proxy<B>(
     service: &Service,
 ) -> ApiResult<Response<Body>>
 where
-    B: http_body::Body<Data = Bytes> + Send + Unpin,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: crate::body::RequestBody,
 {
     let Some(backend) = &service.backend else {
         return Err(Status::not_found_path().into());
@@ -612,12 +611,7 @@ pub(crate) async fn run(inner: Weak<Inner>) {
 
 /// Waits (briefly) until the index includes `revision`, after a write of an `APIService`.
 pub(crate) async fn wait_for(inner: &Inner, revision: u64) {
-    let mut rx = inner.aggregator.subscribe();
-    let _ = tokio::time::timeout(
-        Duration::from_secs(5),
-        rx.wait_for(|ix| ix.revision >= revision),
-    )
-    .await;
+    crate::controller::wait_for_index(&inner.aggregator, revision, |ix| ix.revision).await;
 }
 
 /// `kube-system/extension-apiserver-authentication`: what extension API servers trust

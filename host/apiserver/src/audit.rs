@@ -282,6 +282,16 @@ impl Log {
             }
             event["objectRef"] = o;
         }
+        // A create names its object in the body, not the path (kube's LogRequestObject).
+        if let Some(o) = event.get_mut("objectRef").and_then(Value::as_object_mut)
+            && !o.contains_key("name")
+            && let Some(name) = [&request_object, &response_object]
+                .into_iter()
+                .flatten()
+                .find_map(|v| v.pointer("/metadata/name").and_then(Value::as_str))
+        {
+            o.insert("name".into(), json!(name));
+        }
         if level >= Level::Request
             && let Some(o) = request_object
         {

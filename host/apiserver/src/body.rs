@@ -10,6 +10,20 @@ use http_body::{Body as HttpBody, Frame, SizeHint};
 use http_body_util::BodyExt;
 use tokio::sync::mpsc;
 
+/// The bodies requests arrive with (hyper's, or one buffered by a filter of the request
+/// stack), named once for the many functions that pass them on.
+pub(crate) trait RequestBody:
+    HttpBody<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + Unpin
+{
+}
+
+impl<B> RequestBody for B
+where
+    B: HttpBody<Data = Bytes> + Send + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+}
+
 /// The body of every response.
 pub type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 

@@ -172,3 +172,19 @@ pub(crate) async fn delete_contents(
     }
     Ok(remaining)
 }
+
+/// Waits (at most 5 s) until the index a controller keeps in `index` reflects store
+/// revision `revision` (`seen`: the revision an index was built at): a write of what an
+/// index is built from returns once it is in force.
+pub(crate) async fn wait_for_index<T>(
+    index: &tokio::sync::watch::Sender<Arc<T>>,
+    revision: u64,
+    seen: impl Fn(&T) -> u64,
+) {
+    let mut rx = index.subscribe();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        rx.wait_for(|ix| seen(ix) >= revision),
+    )
+    .await;
+}

@@ -82,8 +82,7 @@ pub(crate) async fn route<B>(
     req: Request<B>,
 ) -> ApiResult<Response<Body>>
 where
-    B: http_body::Body<Data = Bytes> + Send + Unpin,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: crate::body::RequestBody,
 {
     let path = call.path.as_str();
     let query = &call.query;
@@ -374,8 +373,7 @@ async fn resource<B>(
     req: Request<B>,
 ) -> ApiResult<Response<Body>>
 where
-    B: http_body::Body<Data = Bytes> + Send + Unpin,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: crate::body::RequestBody,
 {
     let rt = catalog
         .lookup(&r.group, &r.version, &r.resource)
@@ -480,8 +478,7 @@ pub(crate) async fn within_body_timeout<T>(
 /// Reads and drops a body of at most `limit` bytes (413 above).
 pub(crate) async fn discard_body<B>(mut body: B, limit: usize) -> ApiResult<()>
 where
-    B: http_body::Body<Data = Bytes> + Send + Unpin,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: crate::body::RequestBody,
 {
     let mut seen = 0usize;
     while let Some(frame) = body.frame().await {
@@ -508,8 +505,7 @@ where
 
 pub(crate) async fn read_body<B>(body: B, limit: usize) -> ApiResult<Bytes>
 where
-    B: http_body::Body<Data = Bytes> + Send + Unpin,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: crate::body::RequestBody,
 {
     let too_large = || {
         ApiError::from(Status::failure(

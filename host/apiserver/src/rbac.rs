@@ -406,12 +406,7 @@ pub(crate) async fn run(inner: Weak<Inner>) {
 
 /// Waits (briefly) until the index includes `revision`, after a write of an RBAC object.
 pub(crate) async fn wait_for(inner: &Inner, revision: u64) {
-    let mut rx = inner.rbac.subscribe();
-    let _ = tokio::time::timeout(
-        std::time::Duration::from_secs(5),
-        rx.wait_for(|ix| ix.revision >= revision),
-    )
-    .await;
+    crate::controller::wait_for_index(&inner.rbac, revision, |ix| ix.revision).await;
 }
 
 /// One atomic permission a rule grants (kube's rule breakdown for `Covers`).

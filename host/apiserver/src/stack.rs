@@ -32,7 +32,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures_util::FutureExt as _;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, header};
 use wasmgate_apimachinery::options::Query;
@@ -103,8 +102,7 @@ pub(crate) async fn handle<B>(
     certificate: Option<User>,
 ) -> Response<Body>
 where
-    B: http_body::Body<Data = Bytes> + Send + Unpin,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: crate::body::RequestBody,
 {
     let start = tokio::time::Instant::now();
     let method = req.method().clone();
@@ -171,8 +169,7 @@ async fn describe<B>(
     warnings: &mut Vec<String>,
 ) -> ApiResult<Response<Body>>
 where
-    B: http_body::Body<Data = Bytes> + Send + Unpin,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: crate::body::RequestBody,
 {
     let path = handler::decode_path(req.uri().path())?;
     let query = Query::parse(req.uri().query());
@@ -232,8 +229,7 @@ async fn deadline<B>(
     certificate: Option<User>,
 ) -> ApiResult<Response<Body>>
 where
-    B: http_body::Body<Data = Bytes> + Send + Unpin,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: crate::body::RequestBody,
 {
     if call.long_running() {
         return authenticate(inner, call, req, certificate).await;
@@ -259,8 +255,7 @@ async fn authenticate<B>(
     certificate: Option<User>,
 ) -> ApiResult<Response<Body>>
 where
-    B: http_body::Body<Data = Bytes> + Send + Unpin,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: crate::body::RequestBody,
 {
     let user = match bearer_user(inner, req.headers(), certificate).await {
         Ok(u) => u,
@@ -335,8 +330,7 @@ async fn bearer_user(
 ///    not a list or a watch).
 async fn audit<B>(inner: &Arc<Inner>, call: &mut Call, req: Request<B>) -> ApiResult<Response<Body>>
 where
-    B: http_body::Body<Data = Bytes> + Send + Unpin,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: crate::body::RequestBody,
 {
     use crate::audit::{self, Level};
     let Some(log) = inner.options.audit.clone() else {
@@ -423,8 +417,7 @@ async fn impersonate<B>(
     req: Request<B>,
 ) -> ApiResult<Response<Body>>
 where
-    B: http_body::Body<Data = Bytes> + Send + Unpin,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: crate::body::RequestBody,
 {
     if let Some(acting) = impersonation(inner, req.headers(), &call.user)? {
         call.impersonated = Some(acting.clone());
@@ -531,8 +524,7 @@ fn impersonation(inner: &Inner, headers: &HeaderMap, user: &User) -> ApiResult<O
 ///    share is taken first, so a user past it never holds a global place.
 async fn limit<B>(inner: &Arc<Inner>, call: &mut Call, req: Request<B>) -> ApiResult<Response<Body>>
 where
-    B: http_body::Body<Data = Bytes> + Send + Unpin,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: crate::body::RequestBody,
 {
     // Health probes and watches are exempt (kube's `probes` flow schema; long-running
     // requests), administrators from the per-user share.
@@ -568,8 +560,7 @@ async fn authorize<B>(
     req: Request<B>,
 ) -> ApiResult<Response<Body>>
 where
-    B: http_body::Body<Data = Bytes> + Send + Unpin,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: crate::body::RequestBody,
 {
     if let Some((verb, attrs)) = attributes(call) {
         check_access(inner, &call.user, &verb, attrs, &call.path)?;

@@ -252,12 +252,7 @@ pub(crate) async fn run(inner: Weak<Inner>) {
 /// Waits (briefly) until the index includes `revision`, after a write of a configuration:
 /// the next request is admitted with it.
 pub(crate) async fn wait_for(inner: &Inner, revision: u64) {
-    let mut rx = inner.webhooks.subscribe();
-    let _ = tokio::time::timeout(
-        std::time::Duration::from_secs(5),
-        rx.wait_for(|ix| ix.revision >= revision),
-    )
-    .await;
+    crate::controller::wait_for_index(&inner.webhooks, revision, |ix| ix.revision).await;
 }
 
 #[cfg(test)]
