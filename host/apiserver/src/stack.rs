@@ -108,13 +108,7 @@ where
     let method = req.method().clone();
     let raw_path = req.uri().path().to_owned();
     let mut warnings = Vec::new();
-    // Boxed as a `dyn Future`: the filters nest one future per layer around the handler,
-    // whose internal calls (controllers, GC) come back through here; without the erasure
-    // every caller's future type holds the whole chain, past the compiler's depth limits.
-    let routed: std::pin::Pin<
-        Box<dyn std::future::Future<Output = ApiResult<Response<Body>>> + Send + '_>,
-    > = Box::pin(recover(describe(inner, req, certificate, &mut warnings)));
-    let routed = routed.await;
+    let routed = recover(describe(inner, req, certificate, &mut warnings)).await;
     let (mut resp, cause) = match routed {
         Ok(r) => (r, None),
         Err(e) => (handler::status_response(&e.status), e.cause),

@@ -69,22 +69,29 @@ pub(crate) async fn dispatch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<B
             return Err(create_refused_while_terminating(&c.crd_name));
         }
     }
-    if ctx.req.subresource.as_deref() == Some("scale") {
-        return scale::scale(ctx, body).await;
-    }
-    if ctx.req.subresource.as_deref() == Some("token") {
-        return token::create(ctx, body).await;
-    }
-    match ctx.req.verb {
-        Verb::Get => get::get(ctx).await,
-        Verb::List => list::list(ctx).await,
-        Verb::Watch => watch::watch(ctx).await,
-        Verb::Create => create::create(ctx, body).await,
-        Verb::Update => update::update(ctx, body).await,
-        Verb::Patch => patch::patch(ctx, body).await,
-        Verb::Delete => delete::delete(ctx, body).await,
-        Verb::DeleteCollection => delete_collection::delete_collection(ctx, body).await,
-    }
+    // Each verb's future on the heap, at its own size: the verbs' state machines differ a
+    // lot in size (a create's or an apply's is tens of KiB), and inline every request would
+    // carry (and move) the largest; erased, they also keep the request stack's future type
+    // shallow for its callers (internal requests come back through it).
+    type VerbFuture<'a> =
+        std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Response<Body>>> + Send + 'a>>;
+    let fut: VerbFuture<'_> = if ctx.req.subresource.as_deref() == Some("scale") {
+        Box::pin(scale::scale(ctx, body))
+    } else if ctx.req.subresource.as_deref() == Some("token") {
+        Box::pin(token::create(ctx, body))
+    } else {
+        match ctx.req.verb {
+            Verb::Get => Box::pin(get::get(ctx)),
+            Verb::List => Box::pin(list::list(ctx)),
+            Verb::Watch => Box::pin(watch::watch(ctx)),
+            Verb::Create => Box::pin(create::create(ctx, body)),
+            Verb::Update => Box::pin(update::update(ctx, body)),
+            Verb::Patch => Box::pin(patch::patch(ctx, body)),
+            Verb::Delete => Box::pin(delete::delete(ctx, body)),
+            Verb::DeleteCollection => Box::pin(delete_collection::delete_collection(ctx, body)),
+        }
+    };
+    fut.await
 }
 
 /// 405 for a create of a custom resource whose CRD is being deleted.
