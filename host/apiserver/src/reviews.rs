@@ -1,7 +1,8 @@
 //! The create-only review resources (issue 12): `SelfSubjectReview`
 //! (`authentication.k8s.io/v1`, `kubectl auth whoami`), `SelfSubjectAccessReview` and
-//! `SubjectAccessReview` (`authorization.k8s.io/v1`, `kubectl auth can-i`), and
-//! `SelfSubjectRulesReview` (`kubectl auth can-i --list`). A POST answers 201 with the
+//! `SubjectAccessReview` (`authorization.k8s.io/v1`, `kubectl auth can-i`), its namespaced
+//! form `LocalSubjectAccessReview`, and `SelfSubjectRulesReview` (`kubectl auth can-i
+//! --list`). A POST answers 201 with the
 //! request and its `status`; nothing is stored. Partial: they are not listed in discovery.
 
 use bytes::Bytes;
@@ -22,7 +23,10 @@ pub(crate) fn is_review(r: &ResourceRequest) -> bool {
         ("authentication.k8s.io", "selfsubjectreviews")
             | (
                 "authorization.k8s.io",
-                "selfsubjectaccessreviews" | "subjectaccessreviews" | "selfsubjectrulesreviews"
+                "selfsubjectaccessreviews"
+                    | "subjectaccessreviews"
+                    | "localsubjectaccessreviews"
+                    | "selfsubjectrulesreviews"
             )
     )
 }
@@ -57,6 +61,7 @@ pub(crate) fn handle(
         "selfsubjectreviews" => "SelfSubjectReview",
         "selfsubjectaccessreviews" => "SelfSubjectAccessReview",
         "subjectaccessreviews" => "SubjectAccessReview",
+        "localsubjectaccessreviews" => "LocalSubjectAccessReview",
         _ => "SelfSubjectRulesReview",
     };
     review["kind"] = json!(kind);
@@ -72,7 +77,10 @@ pub(crate) fn handle(
             "groups": rbac::groups_of(user).collect::<Vec<_>>(),
         }}),
         "SelfSubjectAccessReview" => access(&index, user, &review["spec"], false)?,
-        "SubjectAccessReview" => {
+        "SubjectAccessReview" | "LocalSubjectAccessReview" => {
+            if kind == "LocalSubjectAccessReview" {
+                local_namespace(r, &mut review)?;
+            }
             let spec = &review["spec"];
             let subject = User {
                 name: spec
@@ -122,6 +130,48 @@ pub(crate) fn handle(
         "application/json",
         bytes,
     ))
+}
+
+/// A `LocalSubjectAccessReview` is about its namespace only (kube's REST and validation):
+/// the object's namespace is the path's (set when absent, 400 when different); resource
+/// attributes must name it (422); non-resource attributes have no namespace (422).
+fn local_namespace(r: &ResourceRequest, review: &mut Value) -> ApiResult<()> {
+    let Some(ns) = r.namespace.as_deref().filter(|n| !n.is_empty()) else {
+        return Err(Status::bad_request("namespace is required on this type: ").into());
+    };
+    match review["metadata"].get("namespace").and_then(Value::as_str) {
+        None | Some("") => review["metadata"]["namespace"] = json!(ns),
+        Some(other) if other != ns => {
+            return Err(Status::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            )
+            .into());
+        }
+        Some(_) => {}
+    }
+    let kind = "LocalSubjectAccessReview";
+    if review["spec"]
+        .get("nonResourceAttributes")
+        .is_some_and(|n| !n.is_null())
+    {
+        return Err(invalid(
+            kind,
+            "spec.nonResourceAttributes",
+            "disallowed on this kind of request",
+        ));
+    }
+    let attr_ns = review["spec"]
+        .pointer("/resourceAttributes/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if attr_ns != ns {
+        return Err(invalid(
+            kind,
+            "spec.resourceAttributes.namespace",
+            "must match metadata.namespace",
+        ));
+    }
+    Ok(())
 }
 
 fn invalid(kind: &str, field: &str, msg: &str) -> crate::error::ApiError {
