@@ -238,6 +238,7 @@ impl Log {
         code: u16,
         request_object: Option<Value>,
         response_object: Option<Value>,
+        annotations: &[(String, String)],
     ) {
         if level == Level::None {
             return;
@@ -281,6 +282,13 @@ impl Log {
                 o["subresource"] = json!(s);
             }
             event["objectRef"] = o;
+        }
+        if !annotations.is_empty() {
+            let map: serde_json::Map<String, Value> = annotations
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect();
+            event["annotations"] = Value::Object(map);
         }
         // A create names its object in the body, not the path (kube's LogRequestObject).
         if let Some(o) = event.get_mut("objectRef").and_then(Value::as_object_mut)

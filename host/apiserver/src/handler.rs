@@ -437,6 +437,7 @@ where
         headers: parts.headers,
         warnings: Vec::new(),
         late_warnings: Default::default(),
+        audit_annotations: Default::default(),
         user: call.user.clone(),
         applying: false,
     };
@@ -449,6 +450,11 @@ where
     );
     call.warnings.append(&mut ctx.warnings);
     call.warnings.extend(late);
+    call.audit_annotations.extend(std::mem::take(
+        ctx.audit_annotations
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner()),
+    ));
     result
 }
 

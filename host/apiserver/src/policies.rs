@@ -16,10 +16,13 @@
 //! '<binding>' denied request: <message>`, code from the validation's `reason` (422
 //! `Invalid` by default).
 //!
-//! Partial: the `authorizer` variable, `auditAnnotations` and the `Audit` action,
-//! `paramRef.selector`, and type checking against the matched kinds' schemas (the
-//! variables are `dyn`: type errors surface at evaluation) are not served; the first is a
-//! compile error, the others are refused on write.
+//! `auditAnnotations` (`<policy>/<key>`) and the `Audit` action (kube's
+//! `validation.policy.admission.k8s.io/validation_failure`) go into the request's audit
+//! event.
+//!
+//! Partial: the `authorizer` variable, `paramRef.selector`, and type checking against the
+//! matched kinds' schemas (the variables are `dyn`: type errors surface at evaluation) are
+//! not served; the first is a compile error, the second is refused on write.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -130,6 +133,8 @@ pub(crate) struct Policy {
     match_conditions: Vec<(String, Compiled)>,
     variables: Vec<(String, Compiled)>,
     validations: Vec<Validation>,
+    /// `auditAnnotations`: (key, compiled `valueExpression`).
+    audit_annotations: Vec<(String, Compiled)>,
     /// What `status.typeChecking.expressionWarnings` says: (fieldRef, warning).
     pub(crate) warnings: Vec<(String, String)>,
 }
@@ -144,6 +149,7 @@ pub(crate) struct Binding {
     resources: Option<Constraints>,
     deny: bool,
     warn: bool,
+    audit: bool,
 }
 
 /// The policies and bindings in force.
@@ -309,6 +315,18 @@ fn compile(o: &Value) -> Policy {
             reason: s(val, "reason").to_owned(),
         })
         .collect();
+    let audit_annotations = list("auditAnnotations")
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let c = expr(
+                s(a, "valueExpression"),
+                format!("spec.auditAnnotations[{i}].valueExpression"),
+                None,
+            );
+            (s(a, "key").to_owned(), c)
+        })
+        .collect();
     let param_kind = spec
         .get("paramKind")
         .filter(|p| p.is_object())
@@ -325,6 +343,7 @@ fn compile(o: &Value) -> Policy {
         match_conditions,
         variables,
         validations,
+        audit_annotations,
         warnings,
     }
 }
@@ -348,6 +367,7 @@ fn binding(o: &Value) -> Binding {
             .map(Constraints::parse),
         deny: actions.iter().any(|a| a == "Deny"),
         warn: actions.iter().any(|a| a == "Warn"),
+        audit: actions.iter().any(|a| a == "Audit"),
     }
 }
 
@@ -374,6 +394,7 @@ pub(crate) fn evaluate(
     binding: &Binding,
     input: &Input<'_>,
     warnings: &mut Vec<String>,
+    annotations: &mut Vec<(String, String)>,
 ) -> Result<(), Box<Status>> {
     let denial = |message: String, reason: &str| -> Box<Status> {
         let cause = format!(
@@ -444,7 +465,25 @@ pub(crate) fn evaluate(
         };
         variables.insert(name.clone(), value);
     }
-    for val in &policy.validations {
+    // Audit annotations: `<policy>/<key>`, the value expression's string (`null`: none).
+    for (key, value) in &policy.audit_annotations {
+        match run(value, &variables) {
+            Ok(Output::String(v)) => annotations.push((format!("{}/{key}", policy.name), v)),
+            Ok(Output::Null) => {}
+            Ok(_) => {
+                return failed(format!(
+                    "valueExpression of audit annotation '{key}' did not evaluate to a string"
+                ));
+            }
+            Err(e) => {
+                return failed(format!(
+                    "valueExpression of audit annotation '{key}' resulted in error: {e}"
+                ));
+            }
+        }
+    }
+    let mut audited = Vec::new();
+    for (index, val) in policy.validations.iter().enumerate() {
         let verdict = match run(&val.expression, &variables) {
             Ok(Output::Bool(b)) => b,
             Ok(_) => {
@@ -483,11 +522,40 @@ pub(crate) fn evaluate(
                 policy.name, binding.name
             ));
         }
+        if binding.audit {
+            let mut actions = vec!["Audit"];
+            if binding.deny {
+                actions.insert(0, "Deny");
+            }
+            if binding.warn {
+                actions.push("Warn");
+            }
+            audited.push(json!({
+                "message": message,
+                "policy": policy.name,
+                "binding": binding.name,
+                "expressionIndex": index,
+                "validationActions": actions,
+            }));
+        }
         if binding.deny {
+            record_failures(annotations, audited);
             return Err(denial(message, &val.reason));
         }
     }
+    record_failures(annotations, audited);
     Ok(())
+}
+
+/// kube's `validation.policy.admission.k8s.io/validation_failure` audit annotation: the
+/// failed validations of bindings with the `Audit` action, as a JSON list.
+fn record_failures(annotations: &mut Vec<(String, String)>, failures: Vec<Value>) {
+    if !failures.is_empty() {
+        annotations.push((
+            "validation.policy.admission.k8s.io/validation_failure".into(),
+            Value::Array(failures).to_string(),
+        ));
+    }
 }
 
 /// The denial when a binding's `paramRef` names nothing and it says `Deny`.
@@ -602,11 +670,40 @@ pub(crate) fn validate_policy(obj: &Value) -> Vec<FieldError> {
             "validations or auditAnnotations must contain at least one item",
         ));
     }
-    if !list("auditAnnotations").is_empty() {
-        errs.push(FieldError::forbidden(
-            "spec.auditAnnotations",
-            "auditAnnotations are not supported by Wasmgate yet",
-        ));
+    let mut keys: Vec<String> = Vec::new();
+    for (i, a) in list("auditAnnotations").iter().enumerate() {
+        let key = s(a, "key");
+        if key.is_empty() {
+            errs.push(FieldError::required(
+                format!("spec.auditAnnotations[{i}].key"),
+                "",
+            ));
+        } else {
+            let full = format!(
+                "{}/{key}",
+                crate::object::meta_str(obj, "name").unwrap_or("")
+            );
+            for msg in v::is_qualified_name(&full) {
+                errs.push(FieldError::invalid(
+                    format!("spec.auditAnnotations[{i}].key"),
+                    key,
+                    msg,
+                ));
+            }
+            if keys.iter().any(|k| k == key) {
+                errs.push(FieldError::duplicate(
+                    format!("spec.auditAnnotations[{i}].key"),
+                    key,
+                ));
+            }
+            keys.push(key.to_owned());
+        }
+        if s(a, "valueExpression").trim().is_empty() {
+            errs.push(FieldError::required(
+                format!("spec.auditAnnotations[{i}].valueExpression"),
+                "valueExpression is not specified",
+            ));
+        }
     }
     for (i, val) in validations.iter().enumerate() {
         if s(val, "expression").trim().is_empty() {
@@ -699,11 +796,7 @@ pub(crate) fn validate_binding(obj: &Value) -> Vec<FieldError> {
     }
     for (i, a) in actions.iter().enumerate() {
         match a.as_str() {
-            "Deny" | "Warn" => {}
-            "Audit" => errs.push(FieldError::forbidden(
-                format!("spec.validationActions[{i}]"),
-                "the Audit action is not supported by Wasmgate yet",
-            )),
+            "Deny" | "Warn" | "Audit" => {}
             _ => errs.push(FieldError::not_supported(
                 format!("spec.validationActions[{i}]"),
                 a.as_str(),
@@ -805,7 +898,10 @@ mod tests {
             group: "example.com",
             plural: "widgets",
         };
-        (evaluate(p, b, &input, &mut warnings), warnings)
+        (
+            evaluate(p, b, &input, &mut warnings, &mut Vec::new()),
+            warnings,
+        )
     }
 
     #[test]

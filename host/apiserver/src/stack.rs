@@ -62,6 +62,8 @@ pub(crate) struct Call {
     pub(crate) impersonated: Option<User>,
     /// Warnings for the client (`Warning: 299 - "..."` headers).
     pub(crate) warnings: Vec<String>,
+    /// Audit annotations admission left, for the audit event.
+    pub(crate) audit_annotations: Vec<(String, String)>,
 }
 
 impl Call {
@@ -181,6 +183,7 @@ where
         user: anonymous(),
         impersonated: None,
         warnings: Vec::new(),
+        audit_annotations: Vec::new(),
     };
     let result = deadline(inner, &mut call, req, certificate).await;
     warnings.append(&mut call.warnings);
@@ -394,7 +397,14 @@ where
         info: call.info.clone().ok(),
         received,
     };
-    log.write(&record, level, code, request_object, response_object);
+    log.write(
+        &record,
+        level,
+        code,
+        request_object,
+        response_object,
+        &call.audit_annotations,
+    );
     result
 }
 

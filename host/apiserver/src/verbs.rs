@@ -51,6 +51,8 @@ pub(crate) struct Ctx {
     pub(crate) warnings: Vec<String>,
     /// `Warning`s of steps that only borrow the context (admission in an update).
     pub(crate) late_warnings: std::sync::Mutex<Vec<String>>,
+    /// Audit annotations admission left (`key` -> `value`), for the request's audit event.
+    pub(crate) audit_annotations: std::sync::Mutex<Vec<(String, String)>>,
     pub(crate) user: User,
     /// The write is a server-side apply (also when it creates): the apply sets
     /// `managedFields` itself, no `Update` entry is recorded.
@@ -174,6 +176,7 @@ impl Ctx {
             headers: self.headers.clone(),
             warnings: Vec::new(),
             late_warnings: Default::default(),
+            audit_annotations: Default::default(),
             user: self.user.clone(),
             applying: self.applying,
         }
@@ -705,9 +708,27 @@ impl Ctx {
         size: usize,
     ) -> ApiResult<()> {
         let mut adm = self.admission(op, Some(obj), old, dry_run).await?;
+        let result = self
+            .admit_with(adm.as_mut(), obj, old, validated, size)
+            .await;
+        if let Some(a) = adm.as_mut() {
+            self.add_audit_annotations(a.take_annotations());
+        }
+        result
+    }
+
+    /// [`Ctx::admit`] with the admission built.
+    async fn admit_with(
+        &self,
+        mut adm: Option<&mut crate::verbs::admission::Admission>,
+        obj: &mut Value,
+        old: Option<&Value>,
+        validated: bool,
+        size: usize,
+    ) -> ApiResult<()> {
         let mut warnings = Vec::new();
         let mut mutated = false;
-        if let Some(a) = adm.as_mut() {
+        if let Some(a) = adm.as_deref_mut() {
             mutated = a.mutate(obj, &mut warnings).await?;
             if mutated {
                 let mut ignored = Vec::new();
@@ -744,7 +765,7 @@ impl Ctx {
                 old,
             )?;
         }
-        if let Some(a) = adm.as_mut() {
+        if let Some(a) = adm {
             a.validate(Some(obj), &mut warnings).await?;
         }
         self.add_late_warnings(warnings);
@@ -758,9 +779,20 @@ impl Ctx {
             return Ok(());
         };
         let mut warnings = Vec::new();
-        adm.validate(None, &mut warnings).await?;
+        let result = adm.validate(None, &mut warnings).await;
+        self.add_audit_annotations(adm.take_annotations());
+        result?;
         self.add_late_warnings(warnings);
         Ok(())
+    }
+
+    fn add_audit_annotations(&self, a: Vec<(String, String)>) {
+        if !a.is_empty() {
+            self.audit_annotations
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(a);
+        }
     }
 
     fn add_late_warnings(&self, w: Vec<String>) {

@@ -281,3 +281,71 @@ async fn bad_policies_and_bindings_are_refused() {
         );
     }
 }
+
+/// `auditAnnotations` and the `Audit` action: the request goes through, and its audit
+/// event carries `<policy>/<key>` and kube's `validation_failure` annotation.
+#[tokio::test]
+async fn audit_annotations_and_the_audit_action_reach_the_audit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    let log =
+        wasmgate_apiserver::audit::Log::open(&path, wasmgate_apiserver::audit::Policy::default())
+            .unwrap();
+    let s = Server::with(wasmgate_apiserver::Options {
+        audit: Some(std::sync::Arc::new(log)),
+        ..wasmgate_apiserver::Options::default()
+    })
+    .await;
+    s.req(
+        Method::POST,
+        POLICIES,
+        policy(
+            "keys",
+            json!({
+                "auditAnnotations": [{"key": "count", "valueExpression": "string(size(object.data))"}],
+                "validations": [{"expression": "size(object.data) <= 2", "message": "too many keys"}],
+            }),
+        ),
+    )
+    .await
+    .expect(201);
+    s.req(
+        Method::POST,
+        BINDINGS,
+        binding("keys", "keys", json!({"validationActions": ["Audit"]})),
+    )
+    .await
+    .expect(201);
+    s.req(Method::POST, CMS, cm("three", 3)).await.expect(201);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let event = loop {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let found = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| {
+                e["verb"] == "create"
+                    && e["objectRef"]["resource"] == "configmaps"
+                    && e["user"]["username"] == "admin"
+            });
+        if let Some(e) = found {
+            break e;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no audit event: {text}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(event["annotations"]["keys/count"], "3");
+    let failures: Value = serde_json::from_str(
+        event["annotations"]["validation.policy.admission.k8s.io/validation_failure"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        failures,
+        json!([{"message": "too many keys", "policy": "keys", "binding": "keys", "expressionIndex": 0, "validationActions": ["Audit"]}])
+    );
+}

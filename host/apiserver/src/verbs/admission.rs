@@ -36,6 +36,8 @@ pub(crate) struct Admission {
     policy_target: PolicyTarget,
     req: AdmissionRequest,
     inner: Arc<crate::Inner>,
+    /// Audit annotations of plugins, webhooks and policies (`<name>/<key>`, value).
+    annotations: Vec<(String, String)>,
 }
 
 /// How a policy's denial names what it denied, and where its namespace is.
@@ -340,6 +342,7 @@ impl Ctx {
             validating_webhooks,
             policies: matched_policies,
             policy_target,
+            annotations: Vec::new(),
             req,
             inner: self.inner.clone(),
         }))
@@ -363,6 +366,11 @@ impl Ctx {
 }
 
 impl Admission {
+    /// The audit annotations collected so far (for the request's audit event).
+    pub(crate) fn take_annotations(&mut self) -> Vec<(String, String)> {
+        std::mem::take(&mut self.annotations)
+    }
+
     /// Runs the mutating plugins in order on `obj`; returns whether any changed it (the
     /// caller then validates it again).
     pub(crate) async fn mutate(
@@ -382,6 +390,7 @@ impl Admission {
                     continue;
                 }
             };
+            annotate(&mut self.annotations, &b.name, &resp.audit_annotations);
             let resp = respond(metrics, b, &self.req, resp, warnings)?;
             let Some(mutation) = resp.mutation else {
                 continue;
@@ -484,7 +493,10 @@ impl Admission {
             None => self.req.object = None,
         }
         if !self.policies.is_empty() {
-            self.run_policies(obj, warnings).await?;
+            let mut annotations = Vec::new();
+            let r = self.run_policies(obj, warnings, &mut annotations).await;
+            self.annotations.extend(annotations);
+            r?;
         }
         let validators: Vec<&Arc<Binding>> =
             self.bindings.iter().filter(|b| b.hooks.validate).collect();
@@ -507,6 +519,7 @@ impl Admission {
         for (b, r) in validators.into_iter().zip(results) {
             match r {
                 Ok(resp) => {
+                    annotate(&mut self.annotations, &b.name, &resp.audit_annotations);
                     respond(metrics, b, req, resp, warnings)?;
                 }
                 Err(e) => failed(metrics, b, e, warnings)?,
@@ -515,6 +528,7 @@ impl Admission {
         for (h, r) in self.validating_webhooks.iter().zip(answers) {
             match r {
                 Ok(resp) => {
+                    annotate(&mut self.annotations, &h.name, &resp.audit_annotations);
                     warnings.extend(resp.warnings.iter().cloned());
                     if !resp.allowed {
                         return Err(AdmissionError::Webhook(Box::new(
@@ -533,7 +547,12 @@ impl Admission {
 impl Admission {
     /// The admission policies that apply, in binding order (kube runs them before the
     /// validating webhooks): the first denial answers.
-    async fn run_policies(&self, obj: Option<&Value>, warnings: &mut Vec<String>) -> ApiResult<()> {
+    async fn run_policies(
+        &self,
+        obj: Option<&Value>,
+        warnings: &mut Vec<String>,
+        annotations: &mut Vec<(String, String)>,
+    ) -> ApiResult<()> {
         let request = webhooks::call::review(&self.req)
             .map(|mut r| r["request"].take())
             .unwrap_or(Value::Null);
@@ -579,7 +598,7 @@ impl Admission {
             if let Some(p) = &params {
                 input.params = p;
             }
-            policies::evaluate(policy, binding, &input, warnings)
+            policies::evaluate(policy, binding, &input, warnings, annotations)
                 .map_err(AdmissionError::Webhook)?;
         }
         Ok(())
@@ -618,6 +637,15 @@ impl Admission {
             .map_err(|e| ApiError::internal(e.to_string()))?;
         Ok(found.and_then(|f| object::from_stored(&f.value).ok()))
     }
+}
+
+/// Audit annotations of plugin or webhook `name`, as kube keys them (`<name>/<key>`).
+fn annotate(into: &mut Vec<(String, String)>, name: &str, annotations: &[(String, String)]) {
+    into.extend(
+        annotations
+            .iter()
+            .map(|(k, v)| (format!("{name}/{k}"), v.clone())),
+    );
 }
 
 /// A plugin's answer: its warnings kept, a denial turned into the request's error.

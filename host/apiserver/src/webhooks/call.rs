@@ -332,12 +332,21 @@ fn answer(
             )));
         }
     };
+    let audit_annotations = resp
+        .get("auditAnnotations")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(wit::AdmissionResponse {
         allowed,
         status,
         mutation: if allowed { mutation } else { None },
         warnings,
-        audit_annotations: Vec::new(),
+        audit_annotations,
     })
 }
 
