@@ -582,16 +582,7 @@ async fn write_status(inner: &Arc<Inner>, obj: &Value, p: &Probe) {
         "message": p.message,
     }]});
     let path = format!("/apis/{GROUP}/v1/apiservices/{name}/status");
-    if let Err(e) = crate::internal::call_ok(
-        inner,
-        crate::internal::system_user(),
-        http::Method::PUT,
-        &path,
-        "application/json",
-        Some(&obj),
-    )
-    .await
-    {
+    if let Err(e) = crate::internal::put(inner, crate::internal::system_user(), &path, &obj).await {
         tracing::debug!(apiservice = %name, error = %e, "writing the Available condition");
     }
 }
