@@ -81,10 +81,10 @@ pub(crate) struct Probe {
 
 /// The probes, by service name.
 #[derive(Debug, Default)]
-pub(crate) struct Probes(Mutex<HashMap<String, Probe>>);
+pub(crate) struct Probes(Mutex<HashMap<String, Arc<Probe>>>);
 
 impl Probes {
-    fn get(&self, name: &str) -> Option<Probe> {
+    fn get(&self, name: &str) -> Option<Arc<Probe>> {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -92,7 +92,7 @@ impl Probes {
             .cloned()
     }
 
-    fn set(&self, name: &str, p: Probe) {
+    fn set(&self, name: &str, p: Arc<Probe>) {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -550,8 +550,7 @@ pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<(u64, bool), String> {
         services: services.clone(),
     }));
     for (obj, service) in objects.iter().zip(&services) {
-        let p = probe(inner, service).await;
-        let before = inner.probes.get(&service.name);
+        let p = Arc::new(probe(inner, service).await);
         inner.probes.set(&service.name, p.clone());
         let stored = obj
             .pointer("/status/conditions")
@@ -562,7 +561,7 @@ pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<(u64, bool), String> {
                 && c["reason"] == p.reason.as_str()
                 && c["message"] == p.message.as_str()
         });
-        if !same || before.is_none() && stored.is_none() {
+        if !same {
             write_status(inner, obj, &p).await;
         }
     }
@@ -710,12 +709,13 @@ pub(crate) fn merge_discovery(inner: &Inner, doc: &mut Value, aggregated: bool) 
                 .iter()
                 .map(|s| {
                     let probe = inner.probes.get(&s.name);
-                    let list = probe.as_ref().and_then(|p| p.resources.clone());
                     let fresh = probe.as_ref().is_some_and(|p| p.available);
-                    let all = list
+                    let none = Vec::new();
+                    let all = probe
                         .as_ref()
-                        .and_then(|l| l["resources"].as_array().cloned())
-                        .unwrap_or_default();
+                        .and_then(|p| p.resources.as_ref())
+                        .and_then(|l| l["resources"].as_array())
+                        .unwrap_or(&none);
                     let resources: Vec<Value> = all
                         .iter()
                         .filter(|r| !r["name"].as_str().unwrap_or("").contains('/'))

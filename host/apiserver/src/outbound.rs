@@ -153,16 +153,7 @@ impl Outbound {
         max_body: usize,
     ) -> Result<Reply, OutboundError> {
         let url = target.url.to_string();
-        if let Err(reason) = check_url(&target.url) {
-            return Err(OutboundError::BadUrl { url, reason });
-        }
-        let client = match self.client(target) {
-            Ok(client) => client,
-            Err(TrustError::BadCaBundle(reason)) => {
-                return Err(OutboundError::BadCaBundle { url, reason });
-            }
-            Err(TrustError::Tls(message)) => return Err(OutboundError::Tls { url, message }),
-        };
+        let client = self.client_for(target, &url)?;
         let Ok(content_type) = HeaderValue::from_str(content_type) else {
             return Err(OutboundError::Http {
                 url,
@@ -198,21 +189,25 @@ impl Outbound {
         timeout: Duration,
     ) -> Result<http::Response<hyper::body::Incoming>, OutboundError> {
         let url = target.url.to_string();
-        if let Err(reason) = check_url(&target.url) {
-            return Err(OutboundError::BadUrl { url, reason });
-        }
-        let client = match self.client(target) {
-            Ok(client) => client,
-            Err(TrustError::BadCaBundle(reason)) => {
-                return Err(OutboundError::BadCaBundle { url, reason });
-            }
-            Err(TrustError::Tls(message)) => return Err(OutboundError::Tls { url, message }),
-        };
+        let client = self.client_for(target, &url)?;
         match tokio::time::timeout(timeout, client.request(request)).await {
             Ok(Ok(response)) => Ok(response),
             Ok(Err(e)) => Err(request_error(&url, &e)),
             Err(_elapsed) => Err(OutboundError::Timeout { url }),
         }
+    }
+
+    /// The client for `target` (whose URL is `url`), after checking the URL: nothing is
+    /// sent when either is wrong.
+    fn client_for(&self, target: &Target, url: &str) -> Result<HttpsClient, OutboundError> {
+        let url = url.to_owned();
+        if let Err(reason) = check_url(&target.url) {
+            return Err(OutboundError::BadUrl { url, reason });
+        }
+        self.client(target).map_err(|e| match e {
+            TrustError::BadCaBundle(reason) => OutboundError::BadCaBundle { url, reason },
+            TrustError::Tls(message) => OutboundError::Tls { url, message },
+        })
     }
 
     /// The pooled client for a target's TLS configuration, built on first use.
@@ -312,16 +307,14 @@ fn build_client(
     identity: Option<&Identity>,
     insecure: bool,
 ) -> Result<HttpsClient, TrustError> {
-    let provider = CryptoProvider::get_default()
-        .cloned()
-        .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()));
-    let builder = ClientConfig::builder_with_provider(provider)
+    let provider = default_provider();
+    let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| TrustError::Tls(error_chain(&e)))?;
     let builder = match (insecure, ca_bundle) {
         (true, _) => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyServer(provider_of_default()))),
+            .with_custom_certificate_verifier(Arc::new(AnyServer(provider))),
         (false, Some(pem)) => builder.with_root_certificates(root_store(pem)?),
         (false, None) => builder.with_native_roots().map_err(|e| {
             TrustError::Tls(format!(
@@ -360,7 +353,8 @@ fn build_client(
         .build(connector))
 }
 
-fn provider_of_default() -> Arc<CryptoProvider> {
+/// The process's rustls provider (aws-lc-rs when none is installed).
+fn default_provider() -> Arc<CryptoProvider> {
     CryptoProvider::get_default()
         .cloned()
         .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()))

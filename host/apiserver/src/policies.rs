@@ -430,17 +430,17 @@ pub(crate) fn evaluate(
             FailurePolicy::Ignore => Ok(()),
         }
     };
-    let mut variables = Map::new();
-    let run = |e: &Compiled, variables: &Map<String, Value>| -> Result<Output, String> {
+    // `variables`, filled in as they are computed (each sees the ones before it).
+    let mut variables = Value::Object(Map::new());
+    let run = |e: &Compiled, variables: &Value| -> Result<Output, String> {
         let e = e.as_ref().map_err(|c| c.clone())?;
-        let vars = Value::Object(variables.clone());
         e.evaluate(&[
             ("object", input.object),
             ("oldObject", input.old_object),
             ("request", input.request),
             ("params", input.params),
             ("namespaceObject", input.namespace_object),
-            ("variables", &vars),
+            ("variables", variables),
         ])
     };
     for (name, cond) in &policy.match_conditions {
@@ -463,7 +463,9 @@ pub(crate) fn evaluate(
             Ok(Output::Json(j)) => j,
             Err(e) => return failed(format!("variable '{name}' resulted in error: {e}")),
         };
-        variables.insert(name.clone(), value);
+        if let Some(m) = variables.as_object_mut() {
+            m.insert(name.clone(), value);
+        }
     }
     // Audit annotations: `<policy>/<key>`, the value expression's string (`null`: none).
     for (key, value) in &policy.audit_annotations {

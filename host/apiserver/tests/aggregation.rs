@@ -15,21 +15,12 @@ use common::Server;
 
 /// A front-proxy CA and the client certificate it issued (`CN=front-proxy-client`), PEM.
 fn front_proxy() -> FrontProxy {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::new(ca_params, &ca_key);
-    let key = rcgen::KeyPair::generate().unwrap();
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "front-proxy-client");
-    let cert = params.signed_by(&key, &issuer).unwrap();
+    let (ca_pem, client_cert_pem, client_key_pem) =
+        wasmgate_fixtures::client_certificate("front-proxy-client").unwrap();
     FrontProxy {
-        ca_pem: ca.pem(),
-        client_cert_pem: cert.pem(),
-        client_key_pem: key.serialize_pem(),
+        ca_pem,
+        client_cert_pem,
+        client_key_pem,
         allowed_names: vec!["front-proxy-client".into()],
     }
 }

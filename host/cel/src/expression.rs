@@ -72,7 +72,6 @@ impl Expression {
             work_limit: WORK_LIMIT,
         };
         let mut cache = crate::eval::RegexCache::new();
-        crate::value::take_eq_steps();
         let v = run(&self.compiled.program, vars, &mut meter, &mut cache).map_err(message)?;
         Ok(match v {
             Val::Bool(b) => Output::Bool(b),

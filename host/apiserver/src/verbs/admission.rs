@@ -485,18 +485,20 @@ impl Admission {
         obj: Option<&Value>,
         warnings: &mut Vec<String>,
     ) -> ApiResult<()> {
-        match obj {
-            // Unchanged since the mutating plugins saw it: as they were sent it.
-            Some(o) => {
-                self.req.object.get_or_insert_with(|| o.to_string());
-            }
-            None => self.req.object = None,
+        if obj.is_none() {
+            self.req.object = None;
         }
         if !self.policies.is_empty() {
             let mut annotations = Vec::new();
             let r = self.run_policies(obj, warnings, &mut annotations).await;
             self.annotations.extend(annotations);
             r?;
+        }
+        let sends =
+            self.bindings.iter().any(|b| b.hooks.validate) || !self.validating_webhooks.is_empty();
+        if let (Some(o), true) = (obj, sends) {
+            // Unchanged since the mutating plugins saw it: as they were sent it.
+            self.req.object.get_or_insert_with(|| o.to_string());
         }
         let validators: Vec<&Arc<Binding>> =
             self.bindings.iter().filter(|b| b.hooks.validate).collect();
@@ -553,7 +555,8 @@ impl Admission {
         warnings: &mut Vec<String>,
         annotations: &mut Vec<(String, String)>,
     ) -> ApiResult<()> {
-        let request = webhooks::call::review(&self.req)
+        // `request` without its objects: they are `object` and `oldObject`.
+        let request = webhooks::call::review_of(&self.req, false)
             .map(|mut r| r["request"].take())
             .unwrap_or(Value::Null);
         let object = obj.cloned().unwrap_or(Value::Null);

@@ -90,11 +90,17 @@ pub(crate) fn denial_status(hook: &Webhook, status: Option<&wit::Status>) -> Sta
 
 /// The `AdmissionReview` request for `req` (whose `object` and `old_object` are JSON).
 pub(crate) fn review(req: &AdmissionRequest) -> Result<Value, CallFailure> {
+    review_of(req, true)
+}
+
+/// [`review`], with `object` and `oldObject` left `null` unless `objects` (a caller that
+/// has them decoded already).
+pub(crate) fn review_of(req: &AdmissionRequest, objects: bool) -> Result<Value, CallFailure> {
     let json_of = |s: &Option<String>| -> Result<Value, CallFailure> {
         match s {
-            Some(s) => serde_json::from_str(s)
+            Some(s) if objects => serde_json::from_str(s)
                 .map_err(|e| CallFailure::Call(format!("encoding the request: {e}"))),
-            None => Ok(Value::Null),
+            _ => Ok(Value::Null),
         }
     };
     let gvk =
@@ -147,7 +153,8 @@ pub(crate) async fn call(
     req: &AdmissionRequest,
 ) -> Result<wit::AdmissionResponse, CallFailure> {
     use tracing::Instrument as _;
-    if !hook.match_conditions.is_empty() && !conditions_hold(hook, req)? {
+    let review = review(req)?;
+    if !hook.match_conditions.is_empty() && !conditions_hold(hook, &review)? {
         // Not this webhook's request: as if it allowed it, with nothing to say.
         return Ok(wit::AdmissionResponse {
             allowed: true,
@@ -158,7 +165,7 @@ pub(crate) async fn call(
         });
     }
     let started = std::time::Instant::now();
-    let r = call_once(&inner.outbound, hook, req)
+    let r = call_once(&inner.outbound, hook, req, &review)
         .instrument(tracing::debug_span!("webhook", webhook = %hook.name))
         .await;
     let outcome = match &r {
@@ -174,8 +181,7 @@ pub(crate) async fn call(
 
 /// Whether every `matchConditions` entry holds for `req` (kube evaluates them before
 /// calling; an error is the webhook's failure, under its failure policy).
-fn conditions_hold(hook: &Webhook, req: &AdmissionRequest) -> Result<bool, CallFailure> {
-    let review = review(req)?;
+fn conditions_hold(hook: &Webhook, review: &Value) -> Result<bool, CallFailure> {
     let request = &review["request"];
     for (name, cond) in &hook.match_conditions {
         let fail = |e: String| {
@@ -200,21 +206,17 @@ async fn call_once(
     outbound: &Outbound,
     hook: &Webhook,
     req: &AdmissionRequest,
+    review: &Value,
 ) -> Result<wit::AdmissionResponse, CallFailure> {
-    let target = hook.target.clone().map_err(CallFailure::Call)?;
-    let mut target = target;
-    // As kube does: the webhook learns its deadline from the URL.
-    let secs = hook.timeout.as_secs();
-    let url = target.url.to_string();
-    let sep = if url.contains('?') { '&' } else { '?' };
-    target.url = format!("{url}{sep}timeout={secs}s")
-        .parse()
-        .map_err(|e| CallFailure::Call(format!("clientConfig.url {url:?}: {e}")))?;
-    let body = serde_json::to_vec(&review(req)?)
+    let target = hook
+        .target
+        .as_ref()
+        .map_err(|e| CallFailure::Call(e.clone()))?;
+    let body = serde_json::to_vec(review)
         .map_err(|e| CallFailure::Call(format!("encoding the request: {e}")))?;
     let reply = outbound
         .post(
-            &target,
+            target,
             "application/json",
             Bytes::from(body),
             hook.timeout,

@@ -104,11 +104,18 @@ pub(crate) fn parse(obj: &Value, mutating: bool) -> Vec<Webhook> {
                     // Validated on write; a stored one that does not parse matches nothing.
                     .unwrap_or_else(|_| LabelSelector::nothing())
             };
+            let timeout = Duration::from_secs(
+                h.get("timeoutSeconds")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(DEFAULT_TIMEOUT_SECONDS)
+                    .clamp(1, MAX_TIMEOUT_SECONDS),
+            );
             Webhook {
                 name: s("name").to_owned(),
                 configuration: configuration.clone(),
                 mutating,
-                target: target(h.get("clientConfig").unwrap_or(&Value::Null)),
+                target: target(h.get("clientConfig").unwrap_or(&Value::Null))
+                    .and_then(|t| with_timeout(t, timeout)),
                 rules: h
                     .get("rules")
                     .and_then(Value::as_array)
@@ -126,12 +133,7 @@ pub(crate) fn parse(obj: &Value, mutating: bool) -> Vec<Webhook> {
                 },
                 namespace_selector: selector("namespaceSelector"),
                 object_selector: selector("objectSelector"),
-                timeout: Duration::from_secs(
-                    h.get("timeoutSeconds")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(DEFAULT_TIMEOUT_SECONDS)
-                        .clamp(1, MAX_TIMEOUT_SECONDS),
-                ),
+                timeout,
                 reinvoke: s("reinvocationPolicy") == "IfNeeded",
                 match_conditions: h
                     .get("matchConditions")
@@ -209,6 +211,16 @@ pub(crate) fn target(cc: &Value) -> Result<Target, String> {
         ca_bundle,
         ..Target::default()
     })
+}
+
+/// As kube does: the webhook learns its deadline from its URL (`?timeout=10s`).
+fn with_timeout(mut t: Target, timeout: Duration) -> Result<Target, String> {
+    let url = t.url.to_string();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    t.url = format!("{url}{sep}timeout={}s", timeout.as_secs())
+        .parse()
+        .map_err(|e| format!("clientConfig.url {url:?}: {e}"))?;
+    Ok(t)
 }
 
 /// `timeoutSeconds` when unset.
