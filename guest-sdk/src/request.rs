@@ -56,8 +56,11 @@ pub enum Operation {
 pub struct Request {
     /// Unique per request.
     pub uid: String,
-    /// The kind of the object.
+    /// The kind of the object, at the version it is sent at: a custom resource's storage
+    /// version, whatever version the client wrote (the gateway converts it first).
     pub kind: GroupVersionKind,
+    /// The kind as the client wrote it (`kind` unless the client used another version).
+    pub request_kind: GroupVersionKind,
     /// The resource written.
     pub resource: GroupVersionResource,
     /// The subresource (`status`, `scale`), if any.
@@ -104,13 +107,22 @@ impl Request {
 
     pub(crate) fn from_wit(r: wit::AdmissionRequest) -> Result<Request, serde_json::Error> {
         let json = |s: Option<String>| s.map(|s| serde_json::from_str::<Value>(&s)).transpose();
+        let kind = GroupVersionKind {
+            group: r.kind.group,
+            version: r.kind.version,
+            kind: r.kind.kind,
+        };
         Ok(Request {
             uid: r.uid,
-            kind: GroupVersionKind {
-                group: r.kind.group,
-                version: r.kind.version,
-                kind: r.kind.kind,
+            request_kind: match r.request_kind {
+                Some(k) => GroupVersionKind {
+                    group: k.group,
+                    version: k.version,
+                    kind: k.kind,
+                },
+                None => kind.clone(),
             },
+            kind,
             resource: GroupVersionResource {
                 group: r.resource.group,
                 version: r.resource.version,

@@ -54,13 +54,15 @@ fn request(operation: Operation, object: Option<Value>, old_object: Option<Value
     };
     let kind = s(&any["kind"]);
     let resource = format!("{}s", kind.to_lowercase());
+    let kind = GroupVersionKind {
+        group: group.clone(),
+        version: version.clone(),
+        kind,
+    };
     Request {
         uid: "00000000-0000-0000-0000-000000000000".into(),
-        kind: GroupVersionKind {
-            group: group.clone(),
-            version: version.clone(),
-            kind,
-        },
+        request_kind: kind.clone(),
+        kind,
         resource: GroupVersionResource {
             group,
             version,

@@ -286,6 +286,93 @@ fn widgets_plugin_converts_mutates_validates_and_prints() {
     assert_contains(&err, &["denied the request"]);
 }
 
+/// Plugins see a custom resource at its storage version whatever version the client
+/// wrote (issue 8 item 4): `request.kind` and the objects at v1, `requestKind` the
+/// client's. The widgets plugin reads v1's fields only, so its default and its denial
+/// reaching a v1alpha1 write prove the conversion before the plugins.
+#[test]
+fn plugins_see_the_storage_version() {
+    let plugins = PluginDir::new();
+    plugins.bind(
+        "widgets",
+        "widgets",
+        json!({"groups": ["example.com"], "resources": ["widgets"]}),
+    );
+    let gw = start(&plugins);
+    wait_ready(&gw, "widgets", "True/Loaded");
+    gw.kubectl_ok(&["apply", "-f", &examples("crds/widgets.yaml")]);
+    let alpha = gw.write_file(
+        "a1.yaml",
+        "apiVersion: example.com/v1alpha1\nkind: Widget\nmetadata:\n  name: a1\nspec:\n  colour: green\n  replicas: 6\n  dimensions:\n    size: 2\n",
+    );
+    gw.kubectl_ok(&["create", "-f", &alpha.to_string_lossy()]);
+    // The mutating hook's label, set on the v1 form and converted back.
+    assert_eq!(
+        gw.kubectl_ok(&[
+            "get",
+            "widgets.v1alpha1.example.com",
+            "a1",
+            "-o",
+            "jsonpath={.metadata.labels.example\\.com/color} {.spec.colour}",
+        ]),
+        "green green"
+    );
+    // The validating hook judges v1's `spec.size` of a v1alpha1 update.
+    let err = gw.kubectl_err(&[
+        "patch",
+        "widgets.v1alpha1.example.com",
+        "a1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"dimensions":{"size":9}}}"#,
+    ]);
+    assert_contains(
+        &err,
+        &[
+            "admission plugin \"widgets\" denied the request: a widget of size 9 runs at most 5 replicas, not 6",
+        ],
+    );
+
+    // What the plugins are sent, as a validating plugin reports it.
+    plugins.bind(
+        "describe",
+        "hostile",
+        json!({"groups": ["example.com"], "hooks": ["validate"], "config": {"mode": "describe"}}),
+    );
+    wait_ready(&gw, "describe", "True/Loaded");
+    let b1 = gw.write_file(
+        "b1.yaml",
+        "apiVersion: example.com/v1alpha1\nkind: Widget\nmetadata:\n  name: b1\nspec:\n  colour: red\n",
+    );
+    let err = gw.kubectl_err(&["create", "-f", &b1.to_string_lossy()]);
+    assert_contains(
+        &err,
+        &[
+            "kind=example.com/v1/Widget requestKind=example.com/v1alpha1/Widget object=example.com/v1 oldObject=-",
+        ],
+    );
+    let err = gw.kubectl_err(&["label", "widgets.v1alpha1.example.com", "a1", "x=y"]);
+    assert_contains(
+        &err,
+        &[
+            "kind=example.com/v1/Widget requestKind=example.com/v1alpha1/Widget object=example.com/v1 oldObject=example.com/v1",
+        ],
+    );
+    let err = gw.kubectl_err(&["delete", "widgets.v1alpha1.example.com", "a1"]);
+    assert_contains(
+        &err,
+        &["requestKind=example.com/v1alpha1/Widget object=- oldObject=example.com/v1"],
+    );
+    // At the storage version, nothing is converted.
+    let err = gw.kubectl_err(&["label", "widget", "a1", "x=y"]);
+    assert_contains(
+        &err,
+        &[
+            "kind=example.com/v1/Widget requestKind=example.com/v1/Widget object=example.com/v1 oldObject=example.com/v1",
+        ],
+    );
+}
+
 /// The core-group policy: ConfigMaps in namespaces labelled policy=strict need an owner.
 #[test]
 fn core_policy_binds_by_namespace_labels() {

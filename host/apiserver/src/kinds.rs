@@ -143,18 +143,25 @@ impl Ctx {
     /// The object as stored: custom resources are stored at the storage version,
     /// converted by the CRD's Wasm plugin, or else only `apiVersion` changes (`CONV-02`).
     pub(crate) async fn to_storage(&self, obj: &mut Value) -> ApiResult<()> {
-        if !self.is_custom() || self.req.version == self.rt.storage_version {
-            return Ok(());
-        }
-        match self.converter() {
-            Some(conv) => {
-                let desired = format!("{}/{}", self.rt.group, self.rt.storage_version);
-                let out = conv.convert(vec![std::mem::take(obj)], &desired).await?;
-                *obj = out.into_iter().next().unwrap_or(Value::Null);
-            }
-            None => custom::set_version(obj, &self.rt.group, &self.rt.storage_version),
+        if let Some(v) = self.versions() {
+            *obj = v.to_storage(std::mem::take(obj)).await?;
         }
         Ok(())
+    }
+
+    /// How objects move between the request's version and the storage version of a
+    /// custom resource; `None` when the two are the same (or for built-in kinds, which
+    /// have one version).
+    pub(crate) fn versions(&self) -> Option<Versions> {
+        if !self.is_custom() || self.req.version == self.rt.storage_version {
+            return None;
+        }
+        Some(Versions {
+            request: format!("{}/{}", self.rt.group, self.req.version),
+            storage: format!("{}/{}", self.rt.group, self.rt.storage_version),
+            storage_version: self.rt.storage_version.clone(),
+            converter: self.converter(),
+        })
     }
 
     fn converter(&self) -> Option<Converter> {
@@ -333,8 +340,52 @@ impl Presenter {
     }
 }
 
+/// A custom resource's request version and storage version, and how an object moves
+/// between them: by the CRD's conversion (a Wasm plugin or webhook), or else only
+/// `apiVersion` changes (`CONV-02`). Admission plugins see objects at the storage version.
+#[derive(Clone)]
+pub(crate) struct Versions {
+    /// `group/version` of the request.
+    request: String,
+    /// `group/version` the objects are stored at.
+    storage: String,
+    /// The storage version alone.
+    pub(crate) storage_version: String,
+    converter: Option<Converter>,
+}
+
+impl Versions {
+    /// `obj` (at the request's version) at the storage version.
+    pub(crate) async fn to_storage(&self, obj: Value) -> ApiResult<Value> {
+        self.convert(obj, &self.storage).await
+    }
+
+    /// `obj` (at the storage version) at the request's version.
+    pub(crate) async fn to_request(&self, obj: Value) -> ApiResult<Value> {
+        self.convert(obj, &self.request).await
+    }
+
+    async fn convert(&self, mut obj: Value, desired: &str) -> ApiResult<Value> {
+        match &self.converter {
+            Some(conv) => Ok(conv
+                .convert(vec![obj], desired)
+                .await?
+                .into_iter()
+                .next()
+                .unwrap_or(Value::Null)),
+            None => {
+                if let Some(m) = obj.as_object_mut() {
+                    m.insert("apiVersion".into(), Value::String(desired.to_owned()));
+                }
+                Ok(obj)
+            }
+        }
+    }
+}
+
 /// Conversion of custom resources by what their CRD names: a `WasmPlugin` or an HTTPS
 /// conversion webhook.
+#[derive(Clone)]
 pub(crate) struct Converter {
     inner: std::sync::Arc<crate::Inner>,
     conversion: crate::custom::Conversion,

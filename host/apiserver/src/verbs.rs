@@ -587,8 +587,12 @@ impl Ctx {
                 .map_err(|e| storage_error(e, target))?;
             let cur = cur.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
             let mut cur_obj = object::from_stored(&cur.value).map_err(ApiError::internal)?;
+            // As stored, when the request's version shows it otherwise (admission plugins
+            // see that form).
+            let mut cur_stored = None;
             let presented = match &presenter {
                 Some(p) if p.needs(&cur.value) => {
+                    cur_stored = Some(cur_obj.clone());
                     p.apply(&mut cur_obj).await?;
                     true
                 }
@@ -624,15 +628,17 @@ impl Ctx {
                     target,
                 ));
             }
-            self.admit(
-                crate::plugins::Op::Update,
-                &mut new,
-                Some(&cur_obj),
-                dry_run,
-                true,
-                0,
-            )
-            .await?;
+            let stored = self
+                .admit(
+                    crate::plugins::Op::Update,
+                    &mut new,
+                    Some(&cur_obj),
+                    cur_stored.as_ref(),
+                    dry_run,
+                    true,
+                    0,
+                )
+                .await?;
             object::set_resource_version(&mut new, cur.revision);
             // No change: no write, no new resourceVersion (kubectl prints "unchanged") —
             // unless the stored form is stale (an old encryption key): then it is written
@@ -655,7 +661,9 @@ impl Ctx {
             if dry_run {
                 return Ok(Obj::Value(new));
             }
-            self.to_storage(&mut new).await?;
+            self.store_form(&mut new, stored).await?;
+            // The revision read, in the storage form too.
+            object::set_resource_version(&mut new, cur.revision);
             let finished = crate::builtin::removal_due(&new);
             let op = if finished {
                 WriteOp::Delete(object::to_stored(&new))
@@ -697,24 +705,48 @@ impl Ctx {
     /// kind's validation of the object as they left it (pruned and defaulted again when
     /// they changed it), validating plugins — kube's order. `validated`: the caller already
     /// validated the object (updates do, in `before_update`), so only a mutated object is
-    /// validated again. `size`: the request body's, for [`cpu_bound`].
+    /// validated again. `size`: the request body's, for [`cpu_bound`]. `old_stored`: `old`
+    /// as stored, when at hand.
+    ///
+    /// Returns the object at the storage version when admission already converted it for
+    /// the plugins ([`Ctx::store_form`] takes it instead of converting again).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the write as admission needs it: the old object in both forms, the options"
+    )]
     pub(crate) async fn admit(
         &self,
         op: crate::plugins::Op,
         obj: &mut Value,
         old: Option<&Value>,
+        old_stored: Option<&Value>,
         dry_run: bool,
         validated: bool,
         size: usize,
-    ) -> ApiResult<()> {
-        let mut adm = self.admission(op, Some(obj), old, dry_run).await?;
+    ) -> ApiResult<Option<Value>> {
+        let mut adm = self
+            .admission(op, Some(obj), old, old_stored, dry_run)
+            .await?;
         let result = self
             .admit_with(adm.as_mut(), obj, old, validated, size)
             .await;
         if let Some(a) = adm.as_mut() {
             self.add_audit_annotations(a.take_annotations());
         }
-        result
+        result?;
+        Ok(adm.and_then(|a| a.into_stored_form(obj)))
+    }
+
+    /// `obj` as stored: `stored` when admission already converted this very object (see
+    /// [`Ctx::admit`]), else converted now.
+    pub(crate) async fn store_form(&self, obj: &mut Value, stored: Option<Value>) -> ApiResult<()> {
+        match stored {
+            Some(s) => {
+                *obj = s;
+                Ok(())
+            }
+            None => self.to_storage(obj).await,
+        }
     }
 
     /// [`Ctx::admit`] with the admission built.
@@ -773,11 +805,24 @@ impl Ctx {
     }
 
     /// Validating admission of a delete of `old`.
+    /// `old` is as stored: plugins see it so; webhooks and policies at the request's
+    /// version.
     pub(crate) async fn admit_delete(&self, old: &Value, dry_run: bool) -> ApiResult<()> {
         let op = crate::plugins::Op::Delete;
-        let Some(mut adm) = self.admission(op, None, Some(old), dry_run).await? else {
+        let Some(mut adm) = self
+            .admission(op, None, Some(old), Some(old), dry_run)
+            .await?
+        else {
             return Ok(());
         };
+        if let Some(p) = self
+            .presenter()
+            .filter(|_| adm.shows_old_at_request_version())
+        {
+            let mut shown = old.clone();
+            p.apply(&mut shown).await?;
+            adm.set_old(&shown);
+        }
         let mut warnings = Vec::new();
         let result = adm.validate(None, &mut warnings).await;
         self.add_audit_annotations(adm.take_annotations());

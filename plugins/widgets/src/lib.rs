@@ -4,7 +4,9 @@
 //!   `spec.dimensions.size`; `v1` has `spec.color` and `spec.size`. Every other field is
 //!   carried over untouched, so a round trip is lossless.
 //! - **mutate**: a widget gets the label `example.com/color` with its colour, so that
-//!   `kubectl get widgets -l example.com/color=red` works.
+//!   `kubectl get widgets -l example.com/color=red` works. Admission hooks see widgets at
+//!   the storage version (`v1`) whatever version the client wrote: the gateway converts
+//!   them with `convert` first, so these hooks read `v1`'s fields only.
 //! - **validate**: a widget of size 8 or more runs at most 5 replicas (a rule across two
 //!   fields).
 //! - **print**: `kubectl get widgets` shows the colour, replicas, size and the computed
@@ -28,8 +30,8 @@ impl Admission for Widgets {
         let Some(obj) = &req.object else {
             return Response::allow();
         };
-        // Admission sees the object at the version the client wrote: v1 or v1alpha1.
-        let Some(color) = color(&obj["spec"]).and_then(Value::as_str) else {
+        // At the storage version, v1, whatever version the client wrote.
+        let Some(color) = obj["spec"]["color"].as_str() else {
             return Response::allow();
         };
         let labels = &obj["metadata"]["labels"];
@@ -50,7 +52,7 @@ impl Admission for Widgets {
             return Response::allow();
         };
         let spec = &obj["spec"];
-        let size = size(spec);
+        let size = spec["size"].as_i64().unwrap_or(0);
         let replicas = spec["replicas"].as_i64().unwrap_or(0);
         if size >= 8 && replicas > 5 {
             return Response::deny(format!(
@@ -65,7 +67,7 @@ impl Admission for Widgets {
     }
 }
 
-/// `spec.color` (v1) or `spec.colour` (v1alpha1).
+/// `spec.color` (v1) or `spec.colour` (v1alpha1): the printer shows either version.
 fn color(spec: &Value) -> Option<&Value> {
     spec.get("color").or_else(|| spec.get("colour"))
 }
@@ -213,13 +215,13 @@ mod tests {
     }
 
     #[test]
-    fn mutate_labels_the_colour_in_either_version() {
+    fn mutate_labels_the_colour() {
         let resp = Widgets::mutate(&testing::create(widget(json!({"color": "green"}))));
         assert_eq!(
             resp.json_patch.unwrap(),
             json!([{"op": "add", "path": "/metadata/labels", "value": {COLOR_LABEL: "green"}}])
         );
-        let mut labelled = widget(json!({"colour": "red"}));
+        let mut labelled = widget(json!({"color": "red"}));
         labelled["metadata"]["labels"] = json!({"app": "x"});
         let resp = Widgets::mutate(&testing::create(labelled.clone()));
         assert_eq!(
@@ -242,9 +244,6 @@ mod tests {
         assert!(
             Widgets::validate(&testing::create(widget(json!({"size": 9, "replicas": 5})))).allowed
         );
-        // v1alpha1 nests the size.
-        let alpha = json!({"dimensions": {"size": 8}, "replicas": 7});
-        assert!(!Widgets::validate(&testing::create(widget(alpha))).allowed);
     }
 
     #[test]

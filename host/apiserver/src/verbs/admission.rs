@@ -35,9 +35,41 @@ pub(crate) struct Admission {
     policies: Vec<(Arc<policies::Policy>, Arc<policies::Binding>)>,
     policy_target: PolicyTarget,
     req: AdmissionRequest,
+    /// What the plugins are sent instead when the request is at another version than the
+    /// storage version.
+    hub: Option<Hub>,
     inner: Arc<crate::Inner>,
     /// Audit annotations of plugins, webhooks and policies (`<name>/<key>`, value).
     annotations: Vec<(String, String)>,
+}
+
+/// Admission plugins see a custom resource at its storage version, whatever version the
+/// client wrote (ARCHITECTURE.md "The write path"), so a plugin for a multi-version CRD
+/// handles one version. As kube-apiserver does for a webhook registered for one version
+/// (`VersionedAttributes`), the object is converted for the plugins and a mutated one
+/// back; webhooks and policies see the request's version.
+struct Hub {
+    versions: crate::kinds::Versions,
+    /// The plugins' request: `kind` and `resource` at the storage version (`requestKind`
+    /// and `requestResource` keep the client's), objects at the storage version.
+    req: AdmissionRequest,
+    /// The object (at the request's version) last converted, and its storage form.
+    converted: Option<(Value, Value)>,
+}
+
+impl Hub {
+    /// `obj` at the storage version, converted again only when it changed since.
+    async fn storage_form(&mut self, obj: &Value) -> ApiResult<Value> {
+        if let Some((from, to)) = &self.converted
+            && from == obj
+        {
+            return Ok(to.clone());
+        }
+        let to = self.versions.to_storage(obj.clone()).await?;
+        self.converted = Some((obj.clone(), to.clone()));
+        self.req.object = None;
+        Ok(to)
+    }
 }
 
 /// How a policy's denial names what it denied, and where its namespace is.
@@ -203,12 +235,14 @@ fn denial_status(plugin: &str, st: Option<&wit::Status>) -> Status {
 
 impl Ctx {
     /// The admission of a write (`obj`: the new object, `old`: the stored one for
-    /// updates and deletes); `None` when no plugin is bound to it.
+    /// updates and deletes, at the request's version; `old_stored`: the same at the
+    /// storage version, when at hand); `None` when no plugin is bound to it.
     pub(crate) async fn admission(
         &self,
         op: Op,
         obj: Option<&Value>,
         old: Option<&Value>,
+        old_stored: Option<&Value>,
         dry_run: bool,
     ) -> ApiResult<Option<Admission>> {
         let all = self.inner.plugins.snapshot();
@@ -326,6 +360,24 @@ impl Ctx {
             dry_run,
             options: None,
         };
+        let hub = match self.versions() {
+            Some(versions) if !bindings.is_empty() => {
+                let mut req = req.clone();
+                req.kind.version = versions.storage_version.clone();
+                req.resource.version = versions.storage_version.clone();
+                req.old_object = match (old_stored, old) {
+                    (Some(o), _) => Some(o.to_string()),
+                    (None, Some(o)) => Some(versions.to_storage(o.clone()).await?.to_string()),
+                    (None, None) => None,
+                };
+                Some(Hub {
+                    versions,
+                    req,
+                    converted: None,
+                })
+            }
+            _ => None,
+        };
         let policy_target = PolicyTarget {
             resource: if self.rt.group.is_empty() {
                 self.rt.resource.clone()
@@ -344,6 +396,7 @@ impl Ctx {
             policy_target,
             annotations: Vec::new(),
             req,
+            hub,
             inner: self.inner.clone(),
         }))
     }
@@ -365,7 +418,70 @@ impl Ctx {
     }
 }
 
+/// Runs the mutating plugins of `bindings` in order on `obj`, sent as `req`; returns
+/// whether any changed it.
+async fn mutate_by_plugins(
+    bindings: &[Arc<Binding>],
+    inner: &crate::Inner,
+    req: &mut AdmissionRequest,
+    obj: &mut Value,
+    annotations: &mut Vec<(String, String)>,
+    warnings: &mut Vec<String>,
+) -> ApiResult<bool> {
+    let mut changed = false;
+    let metrics = &inner.metrics;
+    for b in bindings.iter().filter(|b| b.hooks.mutate) {
+        // `req.object` is `obj` as JSON, serialised again only after a change.
+        let sent = req.object.get_or_insert_with(|| obj.to_string()).len();
+        let resp = match b.call(metrics, "mutate", b.plugin.mutate(req)).await {
+            Ok(r) => r,
+            Err(e) => {
+                failed(metrics, b, e, warnings)?;
+                continue;
+            }
+        };
+        annotate(annotations, &b.name, &resp.audit_annotations);
+        let resp = respond(metrics, b, req, resp, warnings)?;
+        let Some(mutation) = resp.mutation else {
+            continue;
+        };
+        let before = Identity::of(obj);
+        match apply(obj, mutation, sent, inner.options.max_request_body_bytes) {
+            Ok(true) => {
+                changed = true;
+                req.object = None;
+            }
+            Ok(false) => {}
+            Err(e) => {
+                failed(metrics, b, e, warnings)?;
+                continue;
+            }
+        }
+        check_identity(b, &before, obj)?;
+    }
+    Ok(changed)
+}
+
 impl Admission {
+    /// `obj` at the storage version when the plugins already have it so (their last
+    /// conversion was of this object): what would be stored, with no conversion again.
+    pub(crate) fn into_stored_form(self, obj: &Value) -> Option<Value> {
+        let (from, to) = self.hub?.converted?;
+        (from == *obj).then_some(to)
+    }
+
+    /// Whether webhooks or policies see the old object (at the request's version).
+    pub(crate) fn shows_old_at_request_version(&self) -> bool {
+        !self.mutating_webhooks.is_empty()
+            || !self.validating_webhooks.is_empty()
+            || !self.policies.is_empty()
+    }
+
+    /// The old object webhooks and policies see.
+    pub(crate) fn set_old(&mut self, old: &Value) {
+        self.req.old_object = Some(old.to_string());
+    }
+
     /// The audit annotations collected so far (for the request's audit event).
     pub(crate) fn take_annotations(&mut self) -> Vec<(String, String)> {
         std::mem::take(&mut self.annotations)
@@ -379,36 +495,28 @@ impl Admission {
         warnings: &mut Vec<String>,
     ) -> ApiResult<bool> {
         let mut changed = false;
-        for b in self.bindings.iter().filter(|b| b.hooks.mutate) {
-            // `req.object` is `obj` as JSON, serialised again only after a change.
-            let sent = self.req.object.get_or_insert_with(|| obj.to_string()).len();
-            let metrics = &self.inner.metrics;
-            let resp = match b.call(metrics, "mutate", b.plugin.mutate(&self.req)).await {
-                Ok(r) => r,
-                Err(e) => {
-                    failed(metrics, b, e, warnings)?;
-                    continue;
+        if self.bindings.iter().any(|b| b.hooks.mutate) {
+            let (bindings, inner) = (&self.bindings, &self.inner);
+            let annotations = &mut self.annotations;
+            match &mut self.hub {
+                Some(hub) => {
+                    let mut stored = hub.storage_form(obj).await?;
+                    let req = &mut hub.req;
+                    if mutate_by_plugins(bindings, inner, req, &mut stored, annotations, warnings)
+                        .await?
+                    {
+                        changed = true;
+                        *obj = hub.versions.to_request(stored.clone()).await?;
+                        hub.converted = Some((obj.clone(), stored));
+                        self.req.object = None;
+                    }
                 }
-            };
-            annotate(&mut self.annotations, &b.name, &resp.audit_annotations);
-            let resp = respond(metrics, b, &self.req, resp, warnings)?;
-            let Some(mutation) = resp.mutation else {
-                continue;
-            };
-            let before = Identity::of(obj);
-            let max = self.inner.options.max_request_body_bytes;
-            match apply(obj, mutation, sent, max) {
-                Ok(true) => {
-                    changed = true;
-                    self.req.object = None;
-                }
-                Ok(false) => {}
-                Err(e) => {
-                    failed(metrics, b, e, warnings)?;
-                    continue;
+                None => {
+                    let req = &mut self.req;
+                    changed =
+                        mutate_by_plugins(bindings, inner, req, obj, annotations, warnings).await?;
                 }
             }
-            check_identity(b, &before, obj)?;
         }
         // Then the mutating webhooks, in order; one with `reinvocationPolicy: IfNeeded`
         // runs once more when a later one changed the object after it ran.
@@ -494,14 +602,24 @@ impl Admission {
             self.annotations.extend(annotations);
             r?;
         }
-        let sends =
-            self.bindings.iter().any(|b| b.hooks.validate) || !self.validating_webhooks.is_empty();
+        let plugins = self.bindings.iter().any(|b| b.hooks.validate);
+        let sends = (plugins && self.hub.is_none()) || !self.validating_webhooks.is_empty();
         if let (Some(o), true) = (obj, sends) {
             // Unchanged since the mutating plugins saw it: as they were sent it.
             self.req.object.get_or_insert_with(|| o.to_string());
         }
+        if let Some(hub) = &mut self.hub {
+            match obj {
+                Some(o) if plugins => {
+                    let stored = hub.storage_form(o).await?;
+                    hub.req.object.get_or_insert_with(|| stored.to_string());
+                }
+                _ => hub.req.object = None,
+            }
+        }
         let validators: Vec<&Arc<Binding>> =
             self.bindings.iter().filter(|b| b.hooks.validate).collect();
+        let plugin_req = self.hub.as_ref().map_or(&self.req, |h| &h.req);
         let req = &self.req;
         let metrics = &self.inner.metrics;
         let inner = &self.inner;
@@ -509,7 +627,7 @@ impl Admission {
             futures_util::future::join_all(
                 validators
                     .iter()
-                    .map(|b| b.call(metrics, "validate", b.plugin.validate(req))),
+                    .map(|b| b.call(metrics, "validate", b.plugin.validate(plugin_req))),
             ),
             futures_util::future::join_all(
                 self.validating_webhooks
@@ -522,7 +640,7 @@ impl Admission {
             match r {
                 Ok(resp) => {
                     annotate(&mut self.annotations, &b.name, &resp.audit_annotations);
-                    respond(metrics, b, req, resp, warnings)?;
+                    respond(metrics, b, plugin_req, resp, warnings)?;
                 }
                 Err(e) => failed(metrics, b, e, warnings)?,
             }

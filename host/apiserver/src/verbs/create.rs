@@ -69,12 +69,13 @@ async fn create_once(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> Attemp
     // Mutating plugins, validation (once, of the object as they left it), validating
     // plugins: kube's order.
     let op = crate::plugins::Op::Create;
-    if let Err(e) = ctx
-        .admit(op, &mut obj, None, opts.dry_run, false, body.len())
+    let stored = match ctx
+        .admit(op, &mut obj, None, None, opts.dry_run, false, body.len())
         .await
     {
-        return Attempt::Done(Err(e));
-    }
+        Ok(s) => s,
+        Err(e) => return Attempt::Done(Err(e)),
+    };
     let mut guards = Vec::new();
     if let Some(ns) = ctx.namespace().map(str::to_owned) {
         let name = meta_str(&obj, "name").unwrap_or("").to_owned();
@@ -96,7 +97,7 @@ async fn create_once(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> Attemp
         );
     }
     // Only `metadata.name` changes between attempts; the storage form is kept throughout.
-    if let Err(e) = ctx.to_storage(&mut obj).await {
+    if let Err(e) = ctx.store_form(&mut obj, stored).await {
         return Attempt::Done(Err(e));
     }
     let attempts = if generated { GENERATE_NAME_ATTEMPTS } else { 1 };
