@@ -230,7 +230,7 @@ pub struct CpuMeter {
     server_pid: Option<u32>,
     server_rss: Option<u64>,
     store: Option<std::path::PathBuf>,
-    store_bytes: Option<u64>,
+    store_bytes: Option<FileSize>,
 }
 
 /// CPU use over an interval, in cores (1.0 = one core busy the whole time).
@@ -252,18 +252,37 @@ pub struct CpuUse {
     /// The server's resident memory when it ended, in KiB.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_rss_after_kib: Option<u64>,
-    /// The size of the server's store file when the interval started (with
+    /// The length of the server's store file when the interval started (with
     /// `--server-data-dir`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store_bytes_before: Option<u64>,
-    /// The size of the server's store file when it ended.
+    /// The length of the server's store file when it ended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store_bytes_after: Option<u64>,
+    /// The disk space the store file used when the interval started (its allocated blocks:
+    /// less than its length when the file has holes, as redb's grown files do).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store_disk_bytes_before: Option<u64>,
+    /// The disk space it used when the interval ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store_disk_bytes_after: Option<u64>,
+}
+
+/// A file's length and the disk space it uses.
+#[derive(Debug, Clone, Copy)]
+struct FileSize {
+    len: u64,
+    disk: u64,
 }
 
 /// The size of a file, if it exists.
-fn file_bytes(path: Option<&std::path::Path>) -> Option<u64> {
-    std::fs::metadata(path?).ok().map(|m| m.len())
+fn file_bytes(path: Option<&std::path::Path>) -> Option<FileSize> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(path?).ok().map(|m| FileSize {
+        len: m.len(),
+        // `st_blocks` counts 512-byte units whatever the file system's block size.
+        disk: m.blocks() * 512,
+    })
 }
 
 /// A process's resident set size (`VmRSS`), in KiB; `None` off Linux or when it is gone.
@@ -308,14 +327,17 @@ impl CpuMeter {
         let other_cores = cores(self.machine, machine_busy()).map(|m| {
             round3((m - client_cores.unwrap_or(0.0) - server_cores.unwrap_or(0.0)).max(0.0))
         });
+        let after = file_bytes(self.store.as_deref());
         CpuUse {
             client_cores,
             server_cores,
             other_cores,
             server_rss_before_kib: self.server_rss,
             server_rss_after_kib: self.server_pid.and_then(process_rss_kib),
-            store_bytes_before: self.store_bytes,
-            store_bytes_after: file_bytes(self.store.as_deref()),
+            store_bytes_before: self.store_bytes.map(|s| s.len),
+            store_bytes_after: after.map(|s| s.len),
+            store_disk_bytes_before: self.store_bytes.map(|s| s.disk),
+            store_disk_bytes_after: after.map(|s| s.disk),
         }
     }
 }
@@ -335,6 +357,9 @@ impl std::fmt::Display for CpuUse {
         }
         if let (Some(b), Some(a)) = (self.store_bytes_before, self.store_bytes_after) {
             write!(f, "; store {} -> {} MiB", b >> 20, a >> 20)?;
+        }
+        if let (Some(b), Some(a)) = (self.store_disk_bytes_before, self.store_disk_bytes_after) {
+            write!(f, " (on disk {} -> {} MiB)", b >> 20, a >> 20)?;
         }
         Ok(())
     }
