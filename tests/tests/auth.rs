@@ -476,6 +476,28 @@ fn raw_files(dir: &Path) -> String {
     all
 }
 
+/// Every value in the store of data directory `dir` as the engine reads it: decompressed
+/// (the embedded engine compresses values) but not decrypted (encryption is a layer above
+/// the engine). The gateway must have stopped.
+fn stored_values(dir: &Path) -> String {
+    use wasmgate_storage::Engine as _;
+    let engine = wasmgate_storage_embedded::EmbeddedEngine::open_path(&dir.join("store.redb"))
+        .expect("open the store");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    let pairs = rt.block_on(async {
+        let snap = engine.snapshot().await.expect("a snapshot");
+        snap.scan(b"", &[0xff], usize::MAX).await.expect("a scan")
+    });
+    let mut all = String::new();
+    for (k, v) in pairs {
+        all.push_str(&String::from_utf8_lossy(&k));
+        all.push_str(&String::from_utf8_lossy(&v));
+    }
+    all
+}
+
 /// `kubectl get secrets -A -o json | kubectl replace -f -`: kube's way of rewriting every
 /// secret with the first provider.
 fn rewrite_secrets(gw: &Gateway) {
@@ -582,13 +604,20 @@ fn encrypted_secrets_are_unreadable_at_rest_and_rotate() {
     assert!(!hidden_b64.is_empty());
     assert!(!password(&gw, "old").is_empty(), "the clear one reads");
     gw.stop().expect("stop");
-    let raw = raw_files(&data);
-    assert!(raw.contains("teal-canary"), "the search finds clear values");
-    assert!(raw.contains("k8s:enc:aesgcm:v1:k1:"));
+    // As the engine reads the store (values decompressed, not decrypted), and as the
+    // bytes lie in the data directory.
+    let stored = stored_values(&data);
     assert!(
-        !raw.contains("hunter2-canary") && !raw.contains(&hidden_b64),
-        "the secret's value is in the data directory in clear"
+        stored.contains("teal-canary"),
+        "the search finds clear values"
     );
+    assert!(stored.contains("k8s:enc:aesgcm:v1:k1:"));
+    for (view, text) in [("stored", &stored), ("raw", &raw_files(&data))] {
+        assert!(
+            !text.contains("hunter2-canary") && !text.contains(&hidden_b64),
+            "the secret's value is in the data directory in clear ({view})"
+        );
+    }
 
     // Rotation: k2 first, k1 still read; rewriting moves every secret to k2 (an
     // unchanged secret read with k1 is written again, so its resourceVersion moves).
