@@ -476,24 +476,29 @@ fn raw_files(dir: &Path) -> String {
     all
 }
 
-/// Every value in the store of data directory `dir` as the engine reads it: decompressed
-/// (the embedded engine compresses values) but not decrypted (encryption is a layer above
-/// the engine). The gateway must have stopped.
+/// Every value in the store of data directory `dir` as the store reads it without the
+/// encryption configuration: decompressed (values are compressed at rest) but not
+/// decrypted. The gateway must have stopped.
 fn stored_values(dir: &Path) -> String {
-    use wasmgate_storage::Engine as _;
     let engine = wasmgate_storage_embedded::EmbeddedEngine::open_path(&dir.join("store.redb"))
         .expect("open the store");
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime");
-    let pairs = rt.block_on(async {
-        let snap = engine.snapshot().await.expect("a snapshot");
-        snap.scan(b"", &[0xff], usize::MAX).await.expect("a scan")
+    let items = rt.block_on(async {
+        let store = wasmgate_storage::Store::open(std::sync::Arc::new(engine), Default::default())
+            .await
+            .expect("open the store");
+        store
+            .list("", wasmgate_storage::ReadAt::Latest, None, 0, false)
+            .await
+            .expect("a list")
+            .items
     });
     let mut all = String::new();
-    for (k, v) in pairs {
-        all.push_str(&String::from_utf8_lossy(&k));
-        all.push_str(&String::from_utf8_lossy(&v));
+    for v in items {
+        all.push_str(&v.key);
+        all.push_str(&String::from_utf8_lossy(&v.value));
     }
     all
 }

@@ -13,39 +13,20 @@
 //! buffer in one redb write transaction on a blocking thread when it commits. Holding the
 //! lock from begin to commit makes every transaction serializable without conflicts.
 //!
-//! ## Values
-//! Values are compressed with zstd when that makes them smaller (`values`): redb keeps
-//! values in its 4 KiB leaves, and compressed objects fill them three to a leaf instead of
-//! one or two. A file records its value format in a `meta` table; files written before
-//! compression have none and keep their plain values.
-//!
-//! This crate depends on `wasmgate-storage`, redb and zstd only.
+//! This crate depends on `wasmgate-storage` and redb only.
 #![forbid(unsafe_code)]
-
-mod values;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use redb::{
-    Database, ReadOnlyTable, ReadableDatabase, ReadableTable, ReadableTableMetadata,
-    TableDefinition,
-};
+use redb::{Database, ReadOnlyTable, ReadableDatabase, TableDefinition};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use wasmgate_storage::engine::KeyValue;
 use wasmgate_storage::{Engine, EngineError, Snapshot, Transaction};
 
 const TABLE: TableDefinition<'static, &'static [u8], &'static [u8]> = TableDefinition::new("kv");
-
-/// The file's own settings: [`FORMAT_KEY`].
-const META: TableDefinition<'static, &'static str, u64> = TableDefinition::new("meta");
-
-/// How the values of `kv` are written ([`Format::id`]).
-const FORMAT_KEY: &str = "value-format";
-
-use values::Format;
 
 /// The default size of redb's page cache, in MiB. Reads at the latest revision are served
 /// from the store's object cache, so redb's cache mostly serves writes and history reads:
@@ -83,7 +64,6 @@ impl Config {
 #[derive(Clone)]
 pub struct EmbeddedEngine {
     db: Arc<Database>,
-    format: Format,
     /// redb allows one write transaction at a time; this lock is held from `begin` to
     /// commit (or drop), which is what makes our transactions serializable.
     writer: Arc<Mutex<()>>,
@@ -141,35 +121,10 @@ impl EmbeddedEngine {
 
     fn init(db: Database) -> Result<Self, EngineError> {
         let w = db.begin_write().map_err(EngineError::other)?;
-        let format = {
-            let kv = w.open_table(TABLE).map_err(EngineError::other)?;
-            let mut meta = w.open_table(META).map_err(EngineError::other)?;
-            let recorded = meta
-                .get(FORMAT_KEY)
-                .map_err(EngineError::other)?
-                .map(|v| v.value());
-            match recorded {
-                Some(id) => Format::from_id(id).ok_or_else(|| {
-                    EngineError::other(std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        format!("the store's value format {id} is newer than this gateway"),
-                    ))
-                })?,
-                None => {
-                    // A new file is written compressed; one written before keeps its
-                    // plain values.
-                    let fresh = kv.is_empty().map_err(EngineError::other)?;
-                    let format = if fresh { Format::Framed } else { Format::Plain };
-                    meta.insert(FORMAT_KEY, format.id())
-                        .map_err(EngineError::other)?;
-                    format
-                }
-            }
-        };
+        w.open_table(TABLE).map_err(EngineError::other)?;
         w.commit().map_err(EngineError::other)?;
         Ok(EmbeddedEngine {
             db: Arc::new(db),
-            format,
             writer: Arc::new(Mutex::new(())),
         })
     }
@@ -178,34 +133,24 @@ impl EmbeddedEngine {
         let r = self.db.begin_read().map_err(EngineError::other)?;
         r.open_table(TABLE).map_err(EngineError::other)
     }
-
-    /// Whether this file's values are compressed (files written before compression are
-    /// not).
-    pub fn compresses(&self) -> bool {
-        self.format == Format::Framed
-    }
 }
 
 struct RedbSnapshot {
     table: ReadOnlyTable<&'static [u8], &'static [u8]>,
-    format: Format,
 }
 
 fn get(
     table: &ReadOnlyTable<&'static [u8], &'static [u8]>,
-    format: Format,
     key: &[u8],
 ) -> Result<Option<Bytes>, EngineError> {
-    table
+    Ok(table
         .get(key)
         .map_err(EngineError::other)?
-        .map(|g| format.decode(g.value()))
-        .transpose()
+        .map(|g| Bytes::copy_from_slice(g.value())))
 }
 
 fn scan(
     table: &ReadOnlyTable<&'static [u8], &'static [u8]>,
-    format: Format,
     start: &[u8],
     end: &[u8],
     limit: usize,
@@ -219,7 +164,10 @@ fn scan(
         .map_err(EngineError::other)?
     {
         let (k, v) = item.map_err(EngineError::other)?;
-        out.push((Bytes::copy_from_slice(k.value()), format.decode(v.value())?));
+        out.push((
+            Bytes::copy_from_slice(k.value()),
+            Bytes::copy_from_slice(v.value()),
+        ));
         if out.len() >= limit {
             break;
         }
@@ -230,7 +178,7 @@ fn scan(
 #[async_trait::async_trait]
 impl Snapshot for RedbSnapshot {
     async fn get(&self, key: &[u8]) -> Result<Option<Bytes>, EngineError> {
-        get(&self.table, self.format, key)
+        get(&self.table, key)
     }
 
     async fn scan(
@@ -239,7 +187,7 @@ impl Snapshot for RedbSnapshot {
         end: &[u8],
         limit: usize,
     ) -> Result<Vec<KeyValue>, EngineError> {
-        scan(&self.table, self.format, start, end, limit.max(1))
+        scan(&self.table, start, end, limit.max(1))
     }
 
     async fn count(&self, start: &[u8], end: &[u8], limit: u64) -> Result<u64, EngineError> {
@@ -265,7 +213,6 @@ impl Snapshot for RedbSnapshot {
 
 struct RedbTransaction {
     db: Arc<Database>,
-    format: Format,
     _writer: OwnedMutexGuard<()>,
     /// The committed state as of `begin` (stable: we hold the writer lock).
     base: ReadOnlyTable<&'static [u8], &'static [u8]>,
@@ -278,7 +225,7 @@ impl Transaction for RedbTransaction {
     async fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>, EngineError> {
         match self.writes.get(key) {
             Some(v) => Ok(v.clone()),
-            None => get(&self.base, self.format, key),
+            None => get(&self.base, key),
         }
     }
 
@@ -293,7 +240,6 @@ impl Transaction for RedbTransaction {
     async fn commit(self: Box<Self>) -> Result<(), EngineError> {
         let RedbTransaction {
             db,
-            format,
             _writer,
             base,
             writes,
@@ -302,26 +248,21 @@ impl Transaction for RedbTransaction {
         if writes.is_empty() {
             return Ok(());
         }
-        let joined = tokio::task::spawn_blocking(move || apply(&db, format, writes)).await;
+        let joined = tokio::task::spawn_blocking(move || apply(&db, writes)).await;
         // The writer lock is released only after redb has finished the commit.
         drop(_writer);
         joined.map_err(|e| EngineError::Undetermined(Box::new(e)))?
     }
 }
 
-/// Writes one transaction's buffer (values encoded here, off the async workers).
-fn apply(
-    db: &Database,
-    format: Format,
-    writes: BTreeMap<Vec<u8>, Option<Bytes>>,
-) -> Result<(), EngineError> {
+fn apply(db: &Database, writes: BTreeMap<Vec<u8>, Option<Bytes>>) -> Result<(), EngineError> {
     let w = db.begin_write().map_err(EngineError::other)?;
     {
         let mut t = w.open_table(TABLE).map_err(EngineError::other)?;
         for (k, v) in &writes {
             match v {
                 Some(v) => {
-                    t.insert(k.as_slice(), format.encode(v).as_slice())
+                    t.insert(k.as_slice(), v.as_ref())
                         .map_err(EngineError::other)?;
                 }
                 None => {
@@ -345,7 +286,6 @@ impl Engine for EmbeddedEngine {
     async fn snapshot(&self) -> Result<Box<dyn Snapshot>, EngineError> {
         Ok(Box::new(RedbSnapshot {
             table: self.read_table()?,
-            format: self.format,
         }))
     }
 
@@ -353,7 +293,6 @@ impl Engine for EmbeddedEngine {
         let guard = self.writer.clone().lock_owned().await;
         Ok(Box::new(RedbTransaction {
             db: self.db.clone(),
-            format: self.format,
             _writer: guard,
             base: self.read_table()?,
             writes: BTreeMap::new(),

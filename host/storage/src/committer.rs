@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
+use crate::payload::Prepared;
 use crate::store::{Shared, read_u64};
 use crate::watch::{Event, EventKind};
 use crate::{
@@ -30,7 +31,30 @@ const COMPACT_CHUNK: usize = 1024;
 
 pub(crate) struct Pending {
     pub(crate) write: crate::Write,
+    /// The value's stored form as far as it is known before its revision: compressed by
+    /// the writer's task, so that the committer does not (`crate::payload`).
+    prepared: Prepared,
     pub(crate) reply: oneshot::Sender<Result<Committed>>,
+}
+
+impl Pending {
+    /// A write and where its outcome goes; compresses its value if `compress` (here, in
+    /// the caller's task).
+    pub(crate) fn new(
+        write: crate::Write,
+        reply: oneshot::Sender<Result<Committed>>,
+        compress: bool,
+    ) -> Pending {
+        let prepared = match &write.op {
+            WriteOp::Put(v) | WriteOp::Delete(v) if compress => v.prepare(),
+            _ => Prepared::default(),
+        };
+        Pending {
+            write,
+            prepared,
+            reply,
+        }
+    }
 }
 
 pub(crate) async fn run(shared: Arc<Shared>, mut rx: mpsc::Receiver<Pending>, max_batch: usize) {
@@ -83,8 +107,9 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
     if base > shared.hub.last() {
         crate::follow::catch_up(shared, base).await?;
     }
-    // The current state of the keys this transaction has read or written (`None`: absent).
-    let mut overlay: HashMap<&str, Option<Versioned>> = HashMap::new();
+    // The current state of the keys this transaction has read or written (`None`: absent),
+    // with the current version's payload as it lies in the engine.
+    let mut overlay: HashMap<&str, Option<(Versioned, bytes::Bytes)>> = HashMap::new();
     let mut results: Vec<Result<Committed>> = Vec::with_capacity(batch.len());
     let mut planned: Vec<Planned> = Vec::with_capacity(batch.len());
     let mut next = base;
@@ -94,10 +119,10 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
             // A guard read is cached in the overlay: the transaction's view of a key does
             // not change until this batch writes it, and then the overlay is updated.
             let actual = match overlay.get(gkey.as_str()) {
-                Some(v) => revision_of(v.as_ref()),
+                Some(v) => revision_of(v.as_ref().map(|(v, _)| v)),
                 None => {
                     let v = read_current(txn.as_mut(), gkey).await?;
-                    let rev = revision_of(v.as_ref());
+                    let rev = revision_of(v.as_ref().map(|(v, _)| v));
                     overlay.insert(gkey.as_str(), v);
                     rev
                 }
@@ -111,10 +136,11 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
                 continue 'writes;
             }
         }
-        let current = match overlay.get(w.key.as_str()) {
+        let (current, current_payload) = match overlay.get(w.key.as_str()) {
             Some(v) => v.clone(),
             None => read_current(txn.as_mut(), &w.key).await?,
-        };
+        }
+        .unzip();
         if let Err(e) = check(&w.key, w.precondition, &w.op, current.as_ref()) {
             results.push(Err(e));
             continue;
@@ -126,34 +152,38 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
         };
         let prev_rev = revision_of(current.as_ref());
         // Each version is stored once: the current one in `c/`; the one this write
-        // supersedes moves to `k/` (history, until compaction).
-        if let Some(c) = &current {
+        // supersedes moves to `k/` (history, until compaction), as it lies in the engine.
+        if let (Some(c), Some(payload)) = (&current, &current_payload) {
             txn.put(
                 keys::version(&w.key, c.revision),
-                keys::encode_version(keys::TAG_PUT, &c.value),
+                keys::encode_version(keys::TAG_PUT, payload),
             );
         }
+        let payload = p.prepared.payload(&value);
         match kind {
             EventKind::Put => {
-                txn.put(keys::current(&w.key), keys::encode_current(next, &value));
+                txn.put(keys::current(&w.key), keys::encode_current(next, &payload));
                 txn.put(
                     keys::log(next),
                     keys::encode_log(keys::TAG_PUT, prev_rev, &w.key),
                 );
                 overlay.insert(
                     &w.key,
-                    Some(Versioned {
-                        key: w.key.clone(),
-                        revision: next,
-                        value: value.clone(),
-                    }),
+                    Some((
+                        Versioned {
+                            key: w.key.clone(),
+                            revision: next,
+                            value: value.clone(),
+                        },
+                        payload,
+                    )),
                 );
             }
             EventKind::Delete => {
                 txn.delete(keys::current(&w.key));
                 txn.put(
                     keys::version(&w.key, next),
-                    keys::encode_version(keys::TAG_DELETE, &value),
+                    keys::encode_version(keys::TAG_DELETE, &payload),
                 );
                 txn.put(
                     keys::log(next),
@@ -204,17 +234,25 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
     Ok(results)
 }
 
-async fn read_current(txn: &mut dyn Transaction, key: &str) -> Result<Option<Versioned>> {
+/// The current version of `key`, and its payload as it lies in the engine.
+async fn read_current(
+    txn: &mut dyn Transaction,
+    key: &str,
+) -> Result<Option<(Versioned, bytes::Bytes)>> {
     let ck = keys::current(key);
     match txn.get(&ck).await? {
         None => Ok(None),
         Some(raw) => {
-            let (revision, value) = keys::decode_current(&ck, &raw)?;
-            Ok(Some(Versioned {
-                key: key.to_owned(),
-                revision,
-                value,
-            }))
+            let (revision, payload) = keys::split_current(&ck, &raw)?;
+            let value = crate::payload::decode(&ck, &payload, revision)?;
+            Ok(Some((
+                Versioned {
+                    key: key.to_owned(),
+                    revision,
+                    value,
+                },
+                payload,
+            )))
         }
     }
 }

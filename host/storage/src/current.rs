@@ -56,24 +56,55 @@ struct State {
     objects: BTreeMap<String, (Revision, Bytes)>,
 }
 
+/// One current object as loaded: key, mod revision, value.
+type Loaded = (String, Revision, Bytes);
+
+fn decode_chunk(chunk: Vec<crate::engine::KeyValue>) -> Result<Vec<Loaded>> {
+    chunk
+        .into_iter()
+        .map(|(k, raw)| {
+            let key = keys::object_key_of_current(&k)?.to_owned();
+            let (rev, value) = keys::decode_current(&k, &raw)?;
+            Ok((key, rev, value))
+        })
+        .collect()
+}
+
+async fn insert_all(
+    objects: &mut BTreeMap<String, (Revision, Bytes)>,
+    decoded: tokio::task::JoinHandle<Result<Vec<Loaded>>>,
+) -> Result<()> {
+    let decoded = decoded
+        .await
+        .map_err(|e| crate::StorageError::Engine(crate::EngineError::other(e)))??;
+    for (key, rev, value) in decoded {
+        objects.insert(key, (rev, value));
+    }
+    Ok(())
+}
+
 impl Current {
     /// Loads every current object of `snap`, whose revision is `revision`.
     pub(crate) async fn load(snap: &dyn Snapshot, revision: Revision) -> Result<Current> {
         let (mut start, end) = keys::current_range("");
         let mut objects = BTreeMap::new();
+        // A chunk is decoded (decompressed) on another thread while the next is read.
+        let mut decoding: Option<tokio::task::JoinHandle<Result<Vec<Loaded>>>> = None;
         loop {
             let chunk = snap.scan(&start, &end, SCAN_CHUNK).await?;
             let n = chunk.len();
             let Some((last, _)) = chunk.last() else { break };
             start = history::next_key(last);
-            for (k, raw) in chunk {
-                let key = keys::object_key_of_current(&k)?.to_owned();
-                let (rev, value) = keys::decode_current(&k, &raw)?;
-                objects.insert(key, (rev, value));
+            let next = tokio::task::spawn_blocking(move || decode_chunk(chunk));
+            if let Some(previous) = decoding.replace(next) {
+                insert_all(&mut objects, previous).await?;
             }
             if n < SCAN_CHUNK {
                 break;
             }
+        }
+        if let Some(last) = decoding {
+            insert_all(&mut objects, last).await?;
         }
         Ok(Current {
             state: RwLock::new(State {

@@ -4,12 +4,14 @@
 //! m/rev                          current revision (u64 BE)
 //! m/compacted                    compaction revision (u64 BE)
 //! m/lease/<name>                 a lease: expiry (u64 BE ms since the epoch) ++ holder
-//! c/<object key>                 current version: mod revision (u64 BE) ++ value
+//! c/<object key>                 current version: mod revision (u64 BE) ++ payload
 //! k/<object key>\0<!rev u64 BE>  superseded versions and deletions, until compaction:
-//!                                tag (0 put, 1 tombstone) ++ value (inverted revision:
+//!                                tag (0 put, 1 tombstone) ++ payload (inverted revision:
 //!                                newest first; a seek to !R finds the newest at or before R)
 //! l/<rev u64 BE>                 change log: tag ++ previous mod revision (u64 BE) ++ object key
 //! ```
+//!
+//! A payload is the value, compressed when that makes it smaller (`crate::payload`).
 //!
 //! Each version is stored once: in `c/` while it is current, so that reads at the latest
 //! revision (the common case) scan live objects only; the write that supersedes it moves
@@ -172,8 +174,18 @@ pub fn encode_current(rev: Revision, value: &[u8]) -> Bytes {
     b.freeze()
 }
 
-/// Decodes a `c/` value into (mod revision, object bytes) without copying.
+/// Decodes a `c/` value into (mod revision, object bytes); without copying unless the
+/// value is compressed.
 pub fn decode_current(engine_key: &[u8], v: &Bytes) -> Result<(Revision, Bytes), StorageError> {
+    let (rev, payload) = split_current(engine_key, v)?;
+    Ok((rev, crate::payload::decode(engine_key, &payload, rev)?))
+}
+
+/// A `c/` value's mod revision and payload (the value as it lies in the engine).
+pub(crate) fn split_current(
+    engine_key: &[u8],
+    v: &Bytes,
+) -> Result<(Revision, Bytes), StorageError> {
     if v.len() < 8 {
         return Err(corrupt(engine_key, "bad current value"));
     }
@@ -190,10 +202,14 @@ pub fn encode_version(tag: u8, value: &[u8]) -> Bytes {
     b.freeze()
 }
 
-/// Decodes a `k/` value into (tag, object bytes).
+/// Decodes a `k/` value (of `engine_key`, whose revision the value carries) into (tag,
+/// object bytes).
 pub fn decode_version(engine_key: &[u8], v: &Bytes) -> Result<(u8, Bytes), StorageError> {
     match v.first() {
-        Some(&t) if t <= TAG_DELETE => Ok((t, v.slice(1..))),
+        Some(&t) if t <= TAG_DELETE => {
+            let (_, rev) = parse_version(engine_key)?;
+            Ok((t, crate::payload::decode(engine_key, &v.slice(1..), rev)?))
+        }
         _ => Err(corrupt(engine_key, "bad version value")),
     }
 }

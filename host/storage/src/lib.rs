@@ -42,6 +42,7 @@ mod follow;
 mod history;
 pub mod keys;
 mod lease;
+mod payload;
 pub mod store;
 #[cfg(feature = "test-suite")]
 pub mod testsuite;

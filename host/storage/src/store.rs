@@ -31,6 +31,10 @@ pub struct StoreOptions {
     /// Keep every current object in memory and serve reads at the latest revision from
     /// there (kube-apiserver's watch cache). Off: every read goes to the engine.
     pub cache_objects: bool,
+    /// Compress object values before they are stored (`crate::payload`): ~0.75x the disk
+    /// for random-looking payloads, far less for typical objects, for ~6 µs of CPU per
+    /// write in the writer's task. Values are read back whichever way they were written.
+    pub compress_values: bool,
     /// How often to look for writes made by other stores sharing the engine (replicas)
     /// and publish them to this store's watchers and cache. `None`: only before each
     /// commit (enough when this store is the engine's only writer).
@@ -55,6 +59,7 @@ impl Default for StoreOptions {
             queue_depth: 8192,
             watch_ring: 16384,
             cache_objects: true,
+            compress_values: true,
             follow_every: None,
             transformer: None,
             max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
@@ -125,6 +130,11 @@ impl Value {
             bytes,
             revision_slot: Some(at),
         }
+    }
+
+    /// The stored form as far as it is known before the revision (compressed).
+    pub(crate) fn prepare(&self) -> crate::payload::Prepared {
+        crate::payload::Prepared::new(&self.bytes, self.revision_slot)
     }
 
     /// The bytes as stored at `rev`.
@@ -271,6 +281,8 @@ pub struct Store {
     bypass_cache: bool,
     /// [`StoreOptions::max_value_bytes`].
     max_value_bytes: usize,
+    /// [`StoreOptions::compress_values`].
+    compress_values: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -325,6 +337,7 @@ impl Store {
             queue: tx,
             bypass_cache: false,
             max_value_bytes: options.max_value_bytes,
+            compress_values: options.compress_values,
         })
     }
 
@@ -542,7 +555,7 @@ impl Store {
     pub(crate) fn enqueue(&self, write: Write) -> Result<oneshot::Receiver<Result<Committed>>> {
         let (reply, rx) = oneshot::channel();
         self.queue
-            .try_send(Pending { write, reply })
+            .try_send(Pending::new(write, reply, self.compress_values))
             .map_err(|_| StorageError::Closed)?;
         Ok(rx)
     }
@@ -562,7 +575,7 @@ impl Store {
         }
         let (reply, rx) = oneshot::channel();
         self.queue
-            .send(Pending { write, reply })
+            .send(Pending::new(write, reply, self.compress_values))
             .await
             .map_err(|_| StorageError::Closed)?;
         rx.await.map_err(|_| StorageError::Closed)?

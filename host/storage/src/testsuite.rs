@@ -156,6 +156,7 @@ macro_rules! store_suite {
             store_group_commit_batches_concurrent_writes,
             store_reopen_keeps_data_and_revision,
             store_sealed_values_stay_sealed_at_rest,
+            store_values_lie_compressed_and_read_whole,
         );
     };
 }
@@ -1579,7 +1580,8 @@ pub mod cases {
             .await
             .unwrap();
         let (_, c) = plain.get("s/r/n/c", ReadAt::Latest).await.unwrap();
-        assert_eq!(c.unwrap().value, Bytes::from("\x02c-terces"));
+        // (The sealed payload: the value with its tag, 0 for "as is", reversed.)
+        assert_eq!(c.unwrap().value, Bytes::from("\x02c-terces\0"));
         drop(plain);
         let err = Store::open(engine, sealer(0)).await.unwrap_err();
         let mut chain = err.to_string();
@@ -1592,5 +1594,116 @@ pub mod cases {
             chain.contains("unable to transform key \"s/r/n/c\": sealed by a version after 0"),
             "{chain}"
         );
+    }
+
+    /// Object values lie in the engine compressed (issue 9, disk), compressed before the
+    /// revision is known, and read back whole with their revision in place: at the
+    /// latest revision, at a past one (moved to `k/` as they lay), from the watch
+    /// history, a tombstone's last state, and after a reopen (the cache loaded from
+    /// the engine).
+    pub async fn store_values_lie_compressed_and_read_whole(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let engine = f.open(place.path()).await;
+        let opts = StoreOptions {
+            watch_ring: 1,
+            ..StoreOptions::default()
+        };
+        let s = Store::open(engine.clone(), opts.clone()).await.unwrap();
+        let body = |n: u32| {
+            format!(
+                r#"{{"metadata":{{"name":"a","resourceVersion":""}},"n":{n},"data":"{}"}}"#,
+                "0123456789abcdef".repeat(64)
+            )
+        };
+        let slot = body(0).find(r#""resourceVersion":""#).unwrap() + 19;
+        let object = |n| Value::with_revision_slot(body(n), slot);
+        let shown = |n: u32, rev: Revision| object(n).render(rev);
+        let w = |n, pre| Write::new("r/x/n/a", pre, WriteOp::Put(object(n)));
+        let r1 = s.write(w(1, Precondition::Absent)).await.unwrap().revision;
+        let r2 = s
+            .write(w(2, Precondition::Revision(r1)))
+            .await
+            .unwrap()
+            .revision;
+        let r3 = s
+            .write(Write::new(
+                "r/x/n/a",
+                Precondition::None,
+                WriteOp::Delete(object(3)),
+            ))
+            .await
+            .unwrap()
+            .revision;
+        let r4 = s.write(w(4, Precondition::Absent)).await.unwrap().revision;
+        // In the engine: every version much smaller than the value.
+        let snap = engine.snapshot().await.unwrap();
+        let stored = snap.scan(b"c/", b"l/", 100).await.unwrap();
+        assert_eq!(stored.len(), 4, "c/ and three versions in k/");
+        for (k, v) in &stored {
+            assert!(
+                v.len() * 4 < body(0).len(),
+                "{} holds {} bytes for {}",
+                String::from_utf8_lossy(k),
+                v.len(),
+                body(0).len()
+            );
+        }
+        drop(snap);
+        let at = |rev| s.get("r/x/n/a", ReadAt::Exact(rev));
+        let value = |v: Option<crate::Versioned>| v.map(|v| v.value);
+        assert_eq!(value(at(r1).await.unwrap().1), Some(shown(1, r1)));
+        assert_eq!(value(at(r2).await.unwrap().1), Some(shown(2, r2)));
+        assert_eq!(value(at(r3).await.unwrap().1), None);
+        assert_eq!(value(at(r4).await.unwrap().1), Some(shown(4, r4)));
+        let listed = s
+            .list("r/", ReadAt::Exact(r2), None, 0, false)
+            .await
+            .unwrap();
+        assert_eq!(listed.items[0].value, shown(2, r2));
+        // The ring holds one event: the rest comes from the engine.
+        let mut watch = s.watch("r/", 0).unwrap();
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            let e = watch.next().await.unwrap();
+            seen.push((e.revision, e.value.clone()));
+        }
+        assert_eq!(
+            seen,
+            [
+                (r1, shown(1, r1)),
+                (r2, shown(2, r2)),
+                (r3, shown(3, r3)),
+                (r4, shown(4, r4))
+            ]
+        );
+        drop((s, watch));
+        // Reopened without compression: what was written compressed reads the same, and
+        // new values lie as they are.
+        let s = Store::open(
+            engine.clone(),
+            StoreOptions {
+                compress_values: false,
+                ..opts
+            },
+        )
+        .await
+        .unwrap();
+        let (_, latest) = s.get("r/x/n/a", ReadAt::Latest).await.unwrap();
+        assert_eq!(value(latest), Some(shown(4, r4)));
+        assert_eq!(value(at_store(&s, r2).await), Some(shown(2, r2)));
+        let r5 = s
+            .write(w(5, Precondition::Revision(r4)))
+            .await
+            .unwrap()
+            .revision;
+        let snap = engine.snapshot().await.unwrap();
+        let current = snap.get(b"c/r/x/n/a").await.unwrap().unwrap();
+        assert!(current.len() > body(5).len(), "stored as it is");
+        assert_eq!(value(at_store(&s, r5).await), Some(shown(5, r5)));
+        assert_eq!(value(at_store(&s, r4).await), Some(shown(4, r4)));
+    }
+
+    async fn at_store(s: &Store, rev: Revision) -> Option<crate::Versioned> {
+        s.get("r/x/n/a", ReadAt::Exact(rev)).await.unwrap().1
     }
 }

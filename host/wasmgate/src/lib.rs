@@ -172,6 +172,7 @@ impl Gateway {
         };
         let store_options = StoreOptions {
             cache_objects: config.cache_objects,
+            compress_values: config.compress_values,
             follow_every,
             transformer,
             ..StoreOptions::default()
