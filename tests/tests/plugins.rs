@@ -70,6 +70,19 @@ fn start(plugins: &PluginDir) -> Gateway {
     gateway_builder!().plugin_dir(plugins.path()).start()
 }
 
+/// A gateway with the widgets plugin bound to the widgets of `example.com`, loaded.
+fn start_with_widgets() -> (PluginDir, Gateway) {
+    let plugins = PluginDir::new();
+    plugins.bind(
+        "widgets",
+        "widgets",
+        json!({"groups": ["example.com"], "resources": ["widgets"]}),
+    );
+    let gw = start(&plugins);
+    wait_ready(&gw, "widgets", "True/Loaded");
+    (plugins, gw)
+}
+
 /// The `Ready` condition of a WasmPlugin: `status/reason`.
 fn ready(gw: &Gateway, name: &str) -> String {
     let out = gw.kubectl(&[
@@ -98,14 +111,7 @@ fn examples(sub: &str) -> String {
 /// writes; its defaulting label, its cross-field denial and its table columns.
 #[test]
 fn widgets_plugin_converts_mutates_validates_and_prints() {
-    let plugins = PluginDir::new();
-    plugins.bind(
-        "widgets",
-        "widgets",
-        json!({"groups": ["example.com"], "resources": ["widgets"]}),
-    );
-    let gw = start(&plugins);
-    wait_ready(&gw, "widgets", "True/Loaded");
+    let (_plugins, gw) = start_with_widgets();
     let listed = gw.kubectl_ok(&["get", "wasmplugins"]);
     let rows = table(&listed);
     assert_eq!(
@@ -292,14 +298,7 @@ fn widgets_plugin_converts_mutates_validates_and_prints() {
 /// reaching a v1alpha1 write prove the conversion before the plugins.
 #[test]
 fn plugins_see_the_storage_version() {
-    let plugins = PluginDir::new();
-    plugins.bind(
-        "widgets",
-        "widgets",
-        json!({"groups": ["example.com"], "resources": ["widgets"]}),
-    );
-    let gw = start(&plugins);
-    wait_ready(&gw, "widgets", "True/Loaded");
+    let (plugins, gw) = start_with_widgets();
     gw.kubectl_ok(&["apply", "-f", &examples("crds/widgets.yaml")]);
     let alpha = gw.write_file(
         "a1.yaml",

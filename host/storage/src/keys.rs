@@ -252,7 +252,7 @@ pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     vec![0xff; prefix.len() + 1]
 }
 
-fn corrupt(engine_key: &[u8], detail: &'static str) -> StorageError {
+pub(crate) fn corrupt(engine_key: &[u8], detail: &'static str) -> StorageError {
     StorageError::Corrupt {
         key: String::from_utf8_lossy(engine_key).into_owned(),
         detail,

@@ -30,6 +30,7 @@ use std::cell::RefCell;
 
 use bytes::{BufMut as _, Bytes, BytesMut};
 
+use crate::keys::corrupt;
 use crate::{Revision, StorageError};
 
 /// Tag of a value stored as is.
@@ -155,13 +156,6 @@ fn decompress(frame: &[u8], len: usize) -> Option<Vec<u8>> {
         }
         d.as_mut()?.decompress(frame, len).ok()
     })
-}
-
-fn corrupt(engine_key: &[u8], detail: &'static str) -> StorageError {
-    StorageError::Corrupt {
-        key: String::from_utf8_lossy(engine_key).into_owned(),
-        detail,
-    }
 }
 
 #[cfg(test)]
