@@ -97,6 +97,11 @@ pub enum Hook {
 }
 
 /// Mutating and validating admission (kube's admission webhooks).
+///
+/// A custom resource arrives at its CRD's storage version whatever version the client
+/// wrote (the gateway converts it first, and a mutated object back): a plugin for a
+/// multi-version CRD handles one version. [`Request::request_kind`] says what the client
+/// wrote.
 pub trait Admission {
     /// May change the object ([`Response::patched`]); runs before validation.
     fn mutate(req: &Request) -> Response {
