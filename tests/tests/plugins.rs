@@ -332,6 +332,29 @@ fn plugins_see_the_storage_version() {
         ],
     );
 
+    // An object written while v1alpha1 was the storage version still lies at v1alpha1.
+    let switch = |to_alpha: bool| {
+        let patch = json!([
+            {"op": "replace", "path": "/spec/versions/0/storage", "value": !to_alpha},
+            {"op": "replace", "path": "/spec/versions/1/storage", "value": to_alpha},
+        ]);
+        gw.kubectl_ok(&[
+            "patch",
+            "crd",
+            "widgets.example.com",
+            "--type=json",
+            "-p",
+            &patch.to_string(),
+        ]);
+    };
+    switch(true);
+    let b0 = gw.write_file(
+        "b0.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: b0\nspec:\n  color: blue\n",
+    );
+    gw.kubectl_ok(&["create", "-f", &b0.to_string_lossy()]);
+    switch(false);
+
     // What the plugins are sent, as a validating plugin reports it.
     plugins.bind(
         "describe",
@@ -354,20 +377,33 @@ fn plugins_see_the_storage_version() {
     assert_contains(
         &err,
         &[
-            "kind=example.com/v1/Widget requestKind=example.com/v1alpha1/Widget object=example.com/v1 oldObject=example.com/v1",
+            "kind=example.com/v1/Widget requestKind=example.com/v1alpha1/Widget object=example.com/v1 oldObject=example.com/v1\n",
         ],
     );
     let err = gw.kubectl_err(&["delete", "widgets.v1alpha1.example.com", "a1"]);
     assert_contains(
         &err,
-        &["requestKind=example.com/v1alpha1/Widget object=- oldObject=example.com/v1"],
+        &["requestKind=example.com/v1alpha1/Widget object=- oldObject=example.com/v1\n"],
+    );
+    // The old object written under the earlier storage version is converted too.
+    let err = gw.kubectl_err(&["label", "widgets.v1alpha1.example.com", "b0", "x=y"]);
+    assert_contains(
+        &err,
+        &[
+            "kind=example.com/v1/Widget requestKind=example.com/v1alpha1/Widget object=example.com/v1 oldObject=example.com/v1\n",
+        ],
+    );
+    let err = gw.kubectl_err(&["delete", "widgets.v1alpha1.example.com", "b0"]);
+    assert_contains(
+        &err,
+        &["requestKind=example.com/v1alpha1/Widget object=- oldObject=example.com/v1\n"],
     );
     // At the storage version, nothing is converted.
     let err = gw.kubectl_err(&["label", "widget", "a1", "x=y"]);
     assert_contains(
         &err,
         &[
-            "kind=example.com/v1/Widget requestKind=example.com/v1/Widget object=example.com/v1 oldObject=example.com/v1",
+            "kind=example.com/v1/Widget requestKind=example.com/v1/Widget object=example.com/v1 oldObject=example.com/v1\n",
         ],
     );
 }

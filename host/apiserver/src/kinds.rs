@@ -184,6 +184,7 @@ impl Ctx {
             ),
             group: self.rt.group.clone(),
             version: self.req.version.clone(),
+            storage_api_version: format!("{}/{}", self.rt.group, self.rt.storage_version),
             defaults: c
                 .storage()
                 .filter(|s| s.has_defaults)
@@ -297,6 +298,8 @@ pub(crate) struct Presenter {
     prefix: String,
     group: String,
     version: String,
+    /// `group/version` objects are stored at now.
+    storage_api_version: String,
     defaults: Option<wasmgate_apimachinery::structural::Schema>,
     converter: Option<Converter>,
 }
@@ -305,6 +308,20 @@ impl Presenter {
     /// Whether stored bytes must be decoded and changed to be shown.
     pub(crate) fn needs(&self, raw: &[u8]) -> bool {
         self.defaults.is_some() || !raw.starts_with(self.prefix.as_bytes())
+    }
+
+    /// A decoded stored object as admission plugins see it (at the storage version, with
+    /// the storage version's defaults, as reads show it), without a conversion: `None`
+    /// when it lies at another version (written under an earlier storage version).
+    pub(crate) fn storage_form(&self, stored: &Value) -> Option<Value> {
+        if stored.get("apiVersion").and_then(Value::as_str) != Some(&self.storage_api_version) {
+            return None;
+        }
+        let mut obj = stored.clone();
+        if let Some(s) = &self.defaults {
+            s.apply_defaults(&mut obj);
+        }
+        Some(obj)
     }
 
     /// Changes a decoded stored object into its shown form.

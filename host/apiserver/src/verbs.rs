@@ -587,12 +587,14 @@ impl Ctx {
                 .map_err(|e| storage_error(e, target))?;
             let cur = cur.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
             let mut cur_obj = object::from_stored(&cur.value).map_err(ApiError::internal)?;
-            // As stored, when the request's version shows it otherwise (admission plugins
-            // see that form).
+            // At the storage version, when the request is at another one and plugins may
+            // see it (else admission converts what the request's version shows).
             let mut cur_stored = None;
             let presented = match &presenter {
                 Some(p) if p.needs(&cur.value) => {
-                    cur_stored = Some(cur_obj.clone());
+                    if self.versions().is_some() && !self.inner.plugins.snapshot().is_empty() {
+                        cur_stored = p.storage_form(&cur_obj);
+                    }
                     p.apply(&mut cur_obj).await?;
                     true
                 }
@@ -805,24 +807,28 @@ impl Ctx {
     }
 
     /// Validating admission of a delete of `old`.
-    /// `old` is as stored: plugins see it so; webhooks and policies at the request's
-    /// version.
+    /// `old` is as stored: admission sees it as reads show it (at the request's version,
+    /// defaulted); plugins at the storage version.
     pub(crate) async fn admit_delete(&self, old: &Value, dry_run: bool) -> ApiResult<()> {
         let op = crate::plugins::Op::Delete;
+        if !self.admission_configured() {
+            return Ok(());
+        }
+        let presenter = self.presenter();
+        let (shown, stored) = match &presenter {
+            Some(p) => {
+                let mut shown = old.clone();
+                p.apply(&mut shown).await?;
+                (std::borrow::Cow::Owned(shown), p.storage_form(old))
+            }
+            None => (std::borrow::Cow::Borrowed(old), None),
+        };
         let Some(mut adm) = self
-            .admission(op, None, Some(old), Some(old), dry_run)
+            .admission(op, None, Some(&shown), stored.as_ref(), dry_run)
             .await?
         else {
             return Ok(());
         };
-        if let Some(p) = self
-            .presenter()
-            .filter(|_| adm.shows_old_at_request_version())
-        {
-            let mut shown = old.clone();
-            p.apply(&mut shown).await?;
-            adm.set_old(&shown);
-        }
         let mut warnings = Vec::new();
         let result = adm.validate(None, &mut warnings).await;
         self.add_audit_annotations(adm.take_annotations());

@@ -38,17 +38,13 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    /// A write and where its outcome goes; compresses its value if `compress` (here, in
-    /// the caller's task).
+    /// A write, its value's stored form as prepared by the writer, and where its outcome
+    /// goes.
     pub(crate) fn new(
         write: crate::Write,
+        prepared: Prepared,
         reply: oneshot::Sender<Result<Committed>>,
-        compress: bool,
     ) -> Pending {
-        let prepared = match &write.op {
-            WriteOp::Put(v) | WriteOp::Delete(v) if compress => v.prepare(),
-            _ => Prepared::default(),
-        };
         Pending {
             write,
             prepared,
@@ -107,9 +103,8 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
     if base > shared.hub.last() {
         crate::follow::catch_up(shared, base).await?;
     }
-    // The current state of the keys this transaction has read or written (`None`: absent),
-    // with the current version's payload as it lies in the engine.
-    let mut overlay: HashMap<&str, Option<(Versioned, bytes::Bytes)>> = HashMap::new();
+    // The current state of the keys this transaction has read or written (`None`: absent).
+    let mut overlay: HashMap<&str, Option<Current>> = HashMap::new();
     let mut results: Vec<Result<Committed>> = Vec::with_capacity(batch.len());
     let mut planned: Vec<Planned> = Vec::with_capacity(batch.len());
     let mut next = base;
@@ -119,10 +114,10 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
             // A guard read is cached in the overlay: the transaction's view of a key does
             // not change until this batch writes it, and then the overlay is updated.
             let actual = match overlay.get(gkey.as_str()) {
-                Some(v) => revision_of(v.as_ref().map(|(v, _)| v)),
+                Some(v) => v.as_ref().map_or(0, |c| c.revision),
                 None => {
                     let v = read_current(txn.as_mut(), gkey).await?;
-                    let rev = revision_of(v.as_ref().map(|(v, _)| v));
+                    let rev = v.as_ref().map_or(0, |c| c.revision);
                     overlay.insert(gkey.as_str(), v);
                     rev
                 }
@@ -136,11 +131,17 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
                 continue 'writes;
             }
         }
-        let (current, current_payload) = match overlay.get(w.key.as_str()) {
+        let found = match overlay.get(w.key.as_str()) {
             Some(v) => v.clone(),
             None => read_current(txn.as_mut(), &w.key).await?,
-        }
-        .unzip();
+        };
+        let (current, current_payload) = match found {
+            Some(c) => {
+                let payload = c.payload.clone();
+                (Some(c.versioned(&w.key)?), Some(payload))
+            }
+            None => (None, None),
+        };
         if let Err(e) = check(&w.key, w.precondition, &w.op, current.as_ref()) {
             results.push(Err(e));
             continue;
@@ -169,14 +170,11 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
                 );
                 overlay.insert(
                     &w.key,
-                    Some((
-                        Versioned {
-                            key: w.key.clone(),
-                            revision: next,
-                            value: value.clone(),
-                        },
+                    Some(Current {
+                        revision: next,
                         payload,
-                    )),
+                        value: Some(value.clone()),
+                    }),
                 );
             }
             EventKind::Delete => {
@@ -234,25 +232,42 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
     Ok(results)
 }
 
-/// The current version of `key`, and its payload as it lies in the engine.
-async fn read_current(
-    txn: &mut dyn Transaction,
-    key: &str,
-) -> Result<Option<(Versioned, bytes::Bytes)>> {
+/// A key's current version as the transaction sees it: its payload as it lies in the
+/// engine, decoded only when a write needs the value (guards need the revision only).
+#[derive(Clone)]
+struct Current {
+    revision: Revision,
+    payload: bytes::Bytes,
+    /// The value, when already at hand.
+    value: Option<bytes::Bytes>,
+}
+
+impl Current {
+    fn versioned(self, key: &str) -> Result<Versioned> {
+        let value = match self.value {
+            Some(v) => v,
+            None => crate::payload::decode(&keys::current(key), &self.payload, self.revision)?,
+        };
+        Ok(Versioned {
+            key: key.to_owned(),
+            revision: self.revision,
+            value,
+        })
+    }
+}
+
+/// The current version of `key`, not decoded.
+async fn read_current(txn: &mut dyn Transaction, key: &str) -> Result<Option<Current>> {
     let ck = keys::current(key);
     match txn.get(&ck).await? {
         None => Ok(None),
         Some(raw) => {
             let (revision, payload) = keys::split_current(&ck, &raw)?;
-            let value = crate::payload::decode(&ck, &payload, revision)?;
-            Ok(Some((
-                Versioned {
-                    key: key.to_owned(),
-                    revision,
-                    value,
-                },
+            Ok(Some(Current {
+                revision,
                 payload,
-            )))
+                value: None,
+            }))
         }
     }
 }

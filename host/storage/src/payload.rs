@@ -18,13 +18,18 @@
 //! Payload (after the `c/` revision or the `k/` tag, see [`crate::keys`]):
 //!
 //! ```text
-//! 0x00 ++ value                                     stored as is (short, or incompressible)
 //! 0x01 ++ len u32 LE ++ slot u32 LE ++ zstd frame   compressed; len: the value without the
 //!                                                   revision digits; slot: where they go,
 //!                                                   plus one (0: no slot)
-//! anything else                                     written before payloads had a tag: the
-//!                                                   value as is (objects are JSON, `{`)
+//! 0x00 ++ value                                     a value that itself starts with 0x00 or
+//!                                                   0x01, stored as is
+//! anything else                                     the value as is (objects are JSON, `{`)
 //! ```
+//!
+//! A value stored uncompressed is therefore exactly what stores wrote before compression
+//! existed, so a gateway with `compress_values` off writes what an older one reads (a
+//! rolling upgrade of replicas sharing TiKV turns compression on once all run this
+//! version).
 
 use std::cell::RefCell;
 
@@ -42,6 +47,10 @@ const ZSTD_HEADER: usize = 9;
 
 /// Values shorter than this are not worth a compression attempt.
 const MIN_COMPRESS: usize = 128;
+
+/// The largest value a compressed payload may claim to hold: a damaged header must not
+/// make a read allocate gigabytes (the store refuses values above 1.5 MiB by default).
+const MAX_DECOMPRESSED: usize = 64 << 20;
 
 /// zstd's fastest standard level: the others gain nothing on these values.
 const LEVEL: i32 = 1;
@@ -79,15 +88,16 @@ impl Prepared {
     }
 
     /// The payload to store for this value rendered as `rendered`.
-    pub(crate) fn payload(&self, rendered: &[u8]) -> Bytes {
+    pub(crate) fn payload(&self, rendered: &Bytes) -> Bytes {
         match &self.0 {
             Some(p) => p.clone(),
-            None => {
+            None if matches!(rendered.first(), Some(&RAW | &ZSTD)) => {
                 let mut out = BytesMut::with_capacity(1 + rendered.len());
                 out.put_u8(RAW);
                 out.put_slice(rendered);
                 out.freeze()
             }
+            None => rendered.clone(),
         }
     }
 }
@@ -110,7 +120,15 @@ pub(crate) fn decode(
                 ]) as usize
             };
             let (len, slot) = (word(1), word(5));
-            let value = decompress(&payload[ZSTD_HEADER..], len)
+            let frame = &payload[ZSTD_HEADER..];
+            // The frame says how much it holds: it must be what the header says.
+            let declared = zstd::zstd_safe::get_frame_content_size(frame)
+                .ok()
+                .flatten();
+            if len > MAX_DECOMPRESSED || declared != Some(len as u64) {
+                return Err(corrupt(engine_key, "a compressed value has a bad header"));
+            }
+            let value = decompress(frame, len)
                 .ok_or_else(|| corrupt(engine_key, "a compressed value does not decompress"))?;
             if value.len() != len || slot > len + 1 {
                 return Err(corrupt(engine_key, "a compressed value has a bad header"));
@@ -126,7 +144,7 @@ pub(crate) fn decode(
             Ok(out.freeze())
         }
         Some(&ZSTD) => Err(corrupt(engine_key, "a compressed value has a bad header")),
-        // Written before payloads had a tag.
+        // Stored as is (and everything written before compression).
         _ => Ok(payload.clone()),
     }
 }
@@ -188,7 +206,7 @@ mod tests {
         let v = object(100);
         let slot = slot_of(&v);
         let prepared = Prepared::new(&v, Some(slot));
-        let payload = prepared.payload(&rendered(&v, slot, 42));
+        let payload = prepared.payload(&Bytes::from(rendered(&v, slot, 42)));
         assert_eq!(payload[0], ZSTD);
         assert!(
             payload.len() * 4 < v.len(),
@@ -203,7 +221,7 @@ mod tests {
             );
         }
         // Without a slot, the value as it was.
-        let plain = Prepared::new(&v, None).payload(&v);
+        let plain = Prepared::new(&v, None).payload(&Bytes::from(v.clone()));
         assert_eq!(decode(b"c/k", &plain, 9).unwrap(), v);
     }
 
@@ -211,10 +229,17 @@ mod tests {
     fn short_and_incompressible_values_are_stored_as_they_are() {
         let short = object(0);
         let slot = slot_of(&short);
-        let r = rendered(&short, slot, 5);
+        let r = Bytes::from(rendered(&short, slot, 5));
         let payload = Prepared::new(&short, Some(slot)).payload(&r);
-        assert_eq!(payload[0], RAW);
+        assert_eq!(payload, r, "exactly what older stores wrote");
         assert_eq!(decode(b"c/k", &payload, 5).unwrap(), r);
+        // A value that starts like a tag gets one.
+        for first in [RAW, ZSTD] {
+            let odd = Bytes::from(vec![first, b'x', b'y']);
+            let payload = Prepared::new(&odd, None).payload(&odd);
+            assert_eq!(payload[..], [RAW, first, b'x', b'y']);
+            assert_eq!(decode(b"c/k", &payload, 5).unwrap(), odd);
+        }
         let mut x: u32 = 7;
         let noise: Vec<u8> = (0..1000)
             .map(|_| {
@@ -224,7 +249,10 @@ mod tests {
                 x as u8
             })
             .collect();
-        assert_eq!(Prepared::new(&noise, None).payload(&noise)[0], RAW);
+        let noise = Bytes::from(noise);
+        let stored = Prepared::new(&noise, None).payload(&noise);
+        assert_ne!(stored.first(), Some(&ZSTD));
+        assert_eq!(decode(b"c/k", &stored, 1).unwrap(), noise);
     }
 
     #[test]
@@ -237,7 +265,7 @@ mod tests {
     #[test]
     fn damaged_payloads_are_errors_not_panics() {
         let v = object(50);
-        let good = Prepared::new(&v, Some(slot_of(&v))).payload(&v);
+        let good = Prepared::new(&v, Some(slot_of(&v))).payload(&Bytes::from(v.clone()));
         for cut in [1, 5, ZSTD_HEADER, good.len() - 3] {
             assert!(
                 decode(b"c/k", &good.slice(..cut), 1).is_err(),

@@ -49,6 +49,16 @@ pub struct StoreOptions {
     pub max_value_bytes: usize,
 }
 
+/// Values from this size on are compressed on a blocking thread, not an async worker.
+const PREPARE_OFF_WORKERS_BYTES: usize = 64 * 1024;
+
+/// The value a write stores (a put's, or a deletion's last state).
+fn write_value(write: &Write) -> Value {
+    match &write.op {
+        WriteOp::Put(v) | WriteOp::Delete(v) => v.clone(),
+    }
+}
+
 /// etcd's default `--max-request-bytes`.
 pub const DEFAULT_MAX_VALUE_BYTES: usize = 1536 * 1024;
 
@@ -554,8 +564,9 @@ impl Store {
     #[cfg(feature = "test-suite")]
     pub(crate) fn enqueue(&self, write: Write) -> Result<oneshot::Receiver<Result<Committed>>> {
         let (reply, rx) = oneshot::channel();
+        let prepared = self.prepare(&write_value(&write), &write.key);
         self.queue
-            .try_send(Pending::new(write, reply, self.compress_values))
+            .try_send(Pending::new(write, prepared, reply))
             .map_err(|_| StorageError::Closed)?;
         Ok(rx)
     }
@@ -573,12 +584,47 @@ impl Store {
                 });
             }
         }
+        // Compressed here, by the writer, not by the committer every write waits behind;
+        // large values off the async workers.
+        let value = write_value(&write);
+        let prepared =
+            if value.bytes.len() >= PREPARE_OFF_WORKERS_BYTES && self.compresses(&write.key) {
+                let store = self.clone();
+                let key = write.key.clone();
+                tokio::task::spawn_blocking(move || store.prepare(&value, &key))
+                    .await
+                    .unwrap_or_default()
+            } else {
+                self.prepare(&value, &write.key)
+            };
         let (reply, rx) = oneshot::channel();
         self.queue
-            .send(Pending::new(write, reply, self.compress_values))
+            .send(Pending::new(write, prepared, reply))
             .await
             .map_err(|_| StorageError::Closed)?;
         rx.await.map_err(|_| StorageError::Closed)?
+    }
+
+    /// Whether values of object `key` are stored compressed: not when the store does not
+    /// compress, nor for values encryption covers (how well a secret compresses would
+    /// show in the length of its ciphertext).
+    fn compresses(&self, key: &str) -> bool {
+        self.compress_values
+            && self
+                .shared
+                .unsealed
+                .as_ref()
+                .is_none_or(|(_, t)| !t.covers(key))
+    }
+
+    /// The stored form of `value` (of object `key`) as far as it is known before its
+    /// revision.
+    fn prepare(&self, value: &Value, key: &str) -> crate::payload::Prepared {
+        if self.compresses(key) {
+            value.prepare()
+        } else {
+            crate::payload::Prepared::default()
+        }
     }
 
     /// Watches every change to keys starting with `prefix` after revision `after`.

@@ -245,16 +245,12 @@ impl Ctx {
         old_stored: Option<&Value>,
         dry_run: bool,
     ) -> ApiResult<Option<Admission>> {
+        if !self.admission_configured() {
+            return Ok(None);
+        }
         let all = self.inner.plugins.snapshot();
         let hooks = self.inner.webhooks.borrow().clone();
         let pols = self.inner.policies.borrow().clone();
-        // WasmPlugin objects are exempt, as kube exempts webhook configurations from
-        // webhooks: a broken plugin bound to every group can always be fixed or removed.
-        if (all.is_empty() && hooks.is_empty() && pols.is_empty())
-            || self.rt.group == crate::plugins::crd::GROUP
-        {
-            return Ok(None);
-        }
         let name = obj
             .or(old)
             .and_then(|o| meta_str(o, "name"))
@@ -401,6 +397,17 @@ impl Ctx {
         }))
     }
 
+    /// Whether any plugin, webhook or policy could see this request's writes (a cheap
+    /// check before building anything). WasmPlugin objects are exempt, as kube exempts
+    /// webhook configurations from webhooks: a broken plugin bound to every group can
+    /// always be fixed or removed.
+    pub(crate) fn admission_configured(&self) -> bool {
+        self.rt.group != crate::plugins::crd::GROUP
+            && (!self.inner.plugins.snapshot().is_empty()
+                || !self.inner.webhooks.borrow().is_empty()
+                || !self.inner.policies.borrow().is_empty())
+    }
+
     /// The labels of the request's namespace (`None`: cluster-scoped, or no labels).
     async fn namespace_labels(&self) -> ApiResult<Option<serde_json::Map<String, Value>>> {
         let Some(ns) = self.namespace() else {
@@ -468,18 +475,6 @@ impl Admission {
     pub(crate) fn into_stored_form(self, obj: &Value) -> Option<Value> {
         let (from, to) = self.hub?.converted?;
         (from == *obj).then_some(to)
-    }
-
-    /// Whether webhooks or policies see the old object (at the request's version).
-    pub(crate) fn shows_old_at_request_version(&self) -> bool {
-        !self.mutating_webhooks.is_empty()
-            || !self.validating_webhooks.is_empty()
-            || !self.policies.is_empty()
-    }
-
-    /// The old object webhooks and policies see.
-    pub(crate) fn set_old(&mut self, old: &Value) {
-        self.req.old_object = Some(old.to_string());
     }
 
     /// The audit annotations collected so far (for the request's audit event).
