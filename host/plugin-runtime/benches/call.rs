@@ -5,7 +5,8 @@
 //!
 //! Calls the widgets plugin's `validate` (plugins/widgets, built into plugins/dist/) with
 //! a ~600-byte Widget, one call at a time, each in a new instance as the gateway does;
-//! then the same `Widgets::validate` natively, with the JSON parse the guest does too.
+//! then a plugin that returns at once (what an instance costs by itself); then the same
+//! `Widgets::validate` natively, with the JSON parse the guest does too.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -128,6 +129,27 @@ fn main() {
             "",
             CALLS as f64 / took.as_secs_f64()
         );
+
+        // The fixed cost: a plugin whose `validate` returns at once (the hostile fixture
+        // with no mode), same request, fresh instance per call.
+        let noop = wasm.with_file_name("hostile.wasm");
+        let noop_bytes = std::fs::read(&noop)
+            .unwrap_or_else(|e| panic!("{}: {e}; run bash plugins/build.sh first", noop.display()));
+        let noop = runtime
+            .load("noop", &noop_bytes, Limits::default(), "{}")
+            .await
+            .expect("load");
+        for _ in 0..WARMUP {
+            black_box(noop.validate(&req).await.expect("call"));
+        }
+        let mut h = histogram();
+        for _ in 0..CALLS {
+            let t = Instant::now();
+            let r = noop.validate(&req).await.expect("call");
+            h.record(t.elapsed().as_nanos() as u64).ok();
+            assert!(r.allowed);
+        }
+        report("wasm no-op validate (instance alone)", &h);
     });
 
     // The same logic natively: parse the object (as the guest does), then validate.
