@@ -53,9 +53,9 @@ pub struct StoreOptions {
 const PREPARE_OFF_WORKERS_BYTES: usize = 64 * 1024;
 
 /// The value a write stores (a put's, or a deletion's last state).
-fn write_value(write: &Write) -> Value {
+fn write_value(write: &Write) -> &Value {
     match &write.op {
-        WriteOp::Put(v) | WriteOp::Delete(v) => v.clone(),
+        WriteOp::Put(v) | WriteOp::Delete(v) => v,
     }
 }
 
@@ -564,7 +564,7 @@ impl Store {
     #[cfg(feature = "test-suite")]
     pub(crate) fn enqueue(&self, write: Write) -> Result<oneshot::Receiver<Result<Committed>>> {
         let (reply, rx) = oneshot::channel();
-        let prepared = self.prepare(&write_value(&write), &write.key);
+        let prepared = self.prepare(write_value(&write), &write.key);
         self.queue
             .try_send(Pending::new(write, prepared, reply))
             .map_err(|_| StorageError::Closed)?;
@@ -587,16 +587,16 @@ impl Store {
         // Compressed here, by the writer, not by the committer every write waits behind;
         // large values off the async workers.
         let value = write_value(&write);
-        let prepared =
-            if value.bytes.len() >= PREPARE_OFF_WORKERS_BYTES && self.compresses(&write.key) {
-                let store = self.clone();
-                let key = write.key.clone();
-                tokio::task::spawn_blocking(move || store.prepare(&value, &key))
-                    .await
-                    .unwrap_or_default()
-            } else {
-                self.prepare(&value, &write.key)
-            };
+        let prepared = if !self.compresses(&write.key) {
+            crate::payload::Prepared::default()
+        } else if value.bytes.len() >= PREPARE_OFF_WORKERS_BYTES {
+            let value = value.clone();
+            tokio::task::spawn_blocking(move || value.prepare())
+                .await
+                .unwrap_or_default()
+        } else {
+            value.prepare()
+        };
         let (reply, rx) = oneshot::channel();
         self.queue
             .send(Pending::new(write, prepared, reply))
