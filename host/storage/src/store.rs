@@ -564,7 +564,11 @@ impl Store {
     #[cfg(feature = "test-suite")]
     pub(crate) fn enqueue(&self, write: Write) -> Result<oneshot::Receiver<Result<Committed>>> {
         let (reply, rx) = oneshot::channel();
-        let prepared = self.prepare(write_value(&write), &write.key);
+        let prepared = if self.compresses(&write.key) {
+            write_value(&write).prepare()
+        } else {
+            crate::payload::Prepared::default()
+        };
         self.queue
             .try_send(Pending::new(write, prepared, reply))
             .map_err(|_| StorageError::Closed)?;
@@ -615,16 +619,6 @@ impl Store {
                 .unsealed
                 .as_ref()
                 .is_none_or(|(_, t)| !t.covers(key))
-    }
-
-    /// The stored form of `value` (of object `key`) as far as it is known before its
-    /// revision.
-    fn prepare(&self, value: &Value, key: &str) -> crate::payload::Prepared {
-        if self.compresses(key) {
-            value.prepare()
-        } else {
-            crate::payload::Prepared::default()
-        }
     }
 
     /// Watches every change to keys starting with `prefix` after revision `after`.
