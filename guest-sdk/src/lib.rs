@@ -212,12 +212,7 @@ pub mod __private {
         req: wit::AdmissionRequest,
         hook: fn(&Request) -> Response,
     ) -> wit::AdmissionResponse {
-        match Request::from_wit(req) {
-            Ok(r) => hook(&r).into_wit(),
-            Err(e) => Response::deny(format!("the plugin could not read the request: {e}"))
-                .with_code(400)
-                .into_wit(),
-        }
+        hook(&Request::from_wit(req)).into_wit()
     }
 
     pub fn convert(

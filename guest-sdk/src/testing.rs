@@ -6,6 +6,7 @@ use std::cell::RefCell;
 
 use serde_json::Value;
 
+use crate::request::Json;
 use crate::{GroupVersionKind, GroupVersionResource, LogLevel, Operation, Request, UserInfo};
 
 thread_local! {
@@ -77,8 +78,8 @@ fn request(operation: Operation, object: Option<Value>, old_object: Option<Value
             uid: String::new(),
             groups: vec!["system:authenticated".into()],
         },
-        object,
-        old_object,
+        object: object.map(Json::from_value),
+        old_object: old_object.map(Json::from_value),
         dry_run: false,
         options: None,
     }

@@ -7,7 +7,7 @@ pub struct Hello;
 
 impl Admission for Hello {
     fn mutate(req: &Request) -> Response {
-        let Some(mut obj) = req.object.clone() else {
+        let Some(mut obj) = req.object().cloned() else {
             return Response::allow();
         };
         obj["metadata"]["annotations"]["hello.wasmgate.dev/greeting"] = json!("hello from wasm");
