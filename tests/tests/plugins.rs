@@ -373,31 +373,22 @@ fn plugins_see_the_storage_version() {
             "kind=example.com/v1/Widget requestKind=example.com/v1alpha1/Widget object=example.com/v1 oldObject=-",
         ],
     );
-    let err = gw.kubectl_err(&["label", "widgets.v1alpha1.example.com", "a1", "x=y"]);
-    assert_contains(
-        &err,
-        &[
-            "kind=example.com/v1/Widget requestKind=example.com/v1alpha1/Widget object=example.com/v1 oldObject=example.com/v1\n",
-        ],
-    );
-    let err = gw.kubectl_err(&["delete", "widgets.v1alpha1.example.com", "a1"]);
-    assert_contains(
-        &err,
-        &["requestKind=example.com/v1alpha1/Widget object=- oldObject=example.com/v1\n"],
-    );
-    // The old object written under the earlier storage version is converted too.
-    let err = gw.kubectl_err(&["label", "widgets.v1alpha1.example.com", "b0", "x=y"]);
-    assert_contains(
-        &err,
-        &[
-            "kind=example.com/v1/Widget requestKind=example.com/v1alpha1/Widget object=example.com/v1 oldObject=example.com/v1\n",
-        ],
-    );
-    let err = gw.kubectl_err(&["delete", "widgets.v1alpha1.example.com", "b0"]);
-    assert_contains(
-        &err,
-        &["requestKind=example.com/v1alpha1/Widget object=- oldObject=example.com/v1\n"],
-    );
+    // An update and a delete at v1alpha1: the old object too is sent at v1, also the one
+    // written under the earlier storage version (b0).
+    for name in ["a1", "b0"] {
+        let err = gw.kubectl_err(&["label", "widgets.v1alpha1.example.com", name, "x=y"]);
+        assert_contains(
+            &err,
+            &[
+                "kind=example.com/v1/Widget requestKind=example.com/v1alpha1/Widget object=example.com/v1 oldObject=example.com/v1\n",
+            ],
+        );
+        let err = gw.kubectl_err(&["delete", "widgets.v1alpha1.example.com", name]);
+        assert_contains(
+            &err,
+            &["requestKind=example.com/v1alpha1/Widget object=- oldObject=example.com/v1\n"],
+        );
+    }
     // At the storage version, nothing is converted.
     let err = gw.kubectl_err(&["label", "widget", "a1", "x=y"]);
     assert_contains(

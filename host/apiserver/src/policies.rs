@@ -672,7 +672,7 @@ pub(crate) fn validate_policy(obj: &Value) -> Vec<FieldError> {
             "validations or auditAnnotations must contain at least one item",
         ));
     }
-    let mut keys: Vec<String> = Vec::new();
+    let mut keys: Vec<&str> = Vec::new();
     for (i, a) in list("auditAnnotations").iter().enumerate() {
         let key = s(a, "key");
         if key.is_empty() {
@@ -692,13 +692,13 @@ pub(crate) fn validate_policy(obj: &Value) -> Vec<FieldError> {
                     msg,
                 ));
             }
-            if keys.iter().any(|k| k == key) {
+            if keys.contains(&key) {
                 errs.push(FieldError::duplicate(
                     format!("spec.auditAnnotations[{i}].key"),
                     key,
                 ));
             }
-            keys.push(key.to_owned());
+            keys.push(key);
         }
         if s(a, "valueExpression").trim().is_empty() {
             errs.push(FieldError::required(

@@ -592,7 +592,7 @@ impl Ctx {
             let mut cur_stored = None;
             let presented = match &presenter {
                 Some(p) if p.needs(&cur.value) => {
-                    if self.versions().is_some() && !self.inner.plugins.snapshot().is_empty() {
+                    if !self.inner.plugins.snapshot().is_empty() && self.versions().is_some() {
                         cur_stored = p.storage_form(&cur_obj);
                     }
                     p.apply(&mut cur_obj).await?;

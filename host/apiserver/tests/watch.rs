@@ -13,6 +13,17 @@ use wasmgate_apiserver::Options;
 mod common;
 use common::{Server, WatchReader, admin, rv, type_and_name};
 
+/// A change to ConfigMap `name` of namespace `demo` (a merge patch of `data.x`).
+async fn modify(s: &Server, name: &str) {
+    s.patch(
+        &format!("/api/v1/namespaces/demo/configmaps/{name}"),
+        "application/merge-patch+json",
+        r#"{"data":{"x":"1"}}"#,
+    )
+    .await
+    .expect(200);
+}
+
 #[tokio::test]
 async fn watch_01_03_initial_events_and_start_points() {
     let s = Server::new().await;
@@ -59,20 +70,8 @@ async fn watch_03_single_object_watch_with_rv_0_sends_current_state_first() {
     let mut w = s.watch("/api/v1/namespaces/demo/configmaps?fieldSelector=metadata.name%3Dtwo&resourceVersion=0&watch=true").await;
     let first = w.next().await.unwrap();
     assert_eq!(type_and_name(&first), ("ADDED", "two"));
-    s.patch(
-        "/api/v1/namespaces/demo/configmaps/one",
-        "application/merge-patch+json",
-        r#"{"data":{"x":"1"}}"#,
-    )
-    .await
-    .expect(200);
-    s.patch(
-        "/api/v1/namespaces/demo/configmaps/two",
-        "application/merge-patch+json",
-        r#"{"data":{"x":"1"}}"#,
-    )
-    .await
-    .expect(200);
+    modify(&s, "one").await;
+    modify(&s, "two").await;
     let ev = w.next().await.unwrap();
     assert_eq!(type_and_name(&ev), ("MODIFIED", "two"));
 }
@@ -223,13 +222,7 @@ async fn gap_03_watch_path_with_a_name_watches_one_object() {
         ))
         .await;
     s.create_cm("demo", "other", json!({})).await;
-    s.patch(
-        "/api/v1/namespaces/demo/configmaps/a",
-        "application/merge-patch+json",
-        r#"{"data":{"x":"1"}}"#,
-    )
-    .await
-    .expect(200);
+    modify(&s, "a").await;
     let ev = w.next().await.unwrap();
     assert_eq!(type_and_name(&ev), ("MODIFIED", "a"));
 }

@@ -138,7 +138,10 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
         let (current, current_payload) = match found {
             Some(c) => {
                 let payload = c.payload.clone();
-                (Some(c.versioned(&w.key)?), Some(payload))
+                (
+                    Some(c.versioned(&w.key, shared.current.as_ref())?),
+                    Some(payload),
+                )
             }
             None => (None, None),
         };
@@ -243,8 +246,11 @@ struct Current {
 }
 
 impl Current {
-    fn versioned(self, key: &str) -> Result<Versioned> {
-        let value = match self.value {
+    /// With its value: at hand, else the object cache's copy of this very version, else
+    /// decoded from the payload (decompressing it, in the commit every write waits behind).
+    fn versioned(self, key: &str, cache: Option<&crate::current::Current>) -> Result<Versioned> {
+        let cached = || cache?.value_at(key, self.revision);
+        let value = match self.value.or_else(cached) {
             Some(v) => v,
             None => crate::payload::decode(&keys::current(key), &self.payload, self.revision)?,
         };

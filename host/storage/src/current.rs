@@ -172,6 +172,15 @@ impl Current {
         Some((rev, found))
     }
 
+    /// The value of `key` at its mod revision `rev`, if the cache holds that version.
+    pub(crate) fn value_at(&self, key: &str, rev: Revision) -> Option<Bytes> {
+        let s = self.state.read().ok()?;
+        match s.objects.get(key) {
+            Some((r, v)) if *r == rev => Some(v.clone()),
+            _ => None,
+        }
+    }
+
     /// A page of the keys starting with `prefix`, after `start_after`, at most `limit`
     /// (`usize::MAX`: all), as `Store::list` answers it, when the cache is at the revision
     /// `at` asks for. `None`: ask the engine.

@@ -52,13 +52,6 @@ pub struct StoreOptions {
 /// Values from this size on are compressed on a blocking thread, not an async worker.
 const PREPARE_OFF_WORKERS_BYTES: usize = 64 * 1024;
 
-/// The value a write stores (a put's, or a deletion's last state).
-fn write_value(write: &Write) -> &Value {
-    match &write.op {
-        WriteOp::Put(v) | WriteOp::Delete(v) => v,
-    }
-}
-
 /// etcd's default `--max-request-bytes`.
 pub const DEFAULT_MAX_VALUE_BYTES: usize = 1536 * 1024;
 
@@ -564,11 +557,9 @@ impl Store {
     #[cfg(feature = "test-suite")]
     pub(crate) fn enqueue(&self, write: Write) -> Result<oneshot::Receiver<Result<Committed>>> {
         let (reply, rx) = oneshot::channel();
-        let prepared = if self.compresses(&write.key) {
-            write_value(&write).prepare()
-        } else {
-            crate::payload::Prepared::default()
-        };
+        let prepared = self
+            .to_compress(&write)
+            .map_or_else(Default::default, Value::prepare);
         self.queue
             .try_send(Pending::new(write, prepared, reply))
             .map_err(|_| StorageError::Closed)?;
@@ -590,16 +581,15 @@ impl Store {
         }
         // Compressed here, by the writer, not by the committer every write waits behind;
         // large values off the async workers.
-        let value = write_value(&write);
-        let prepared = if !self.compresses(&write.key) {
-            crate::payload::Prepared::default()
-        } else if value.bytes.len() >= PREPARE_OFF_WORKERS_BYTES {
-            let value = value.clone();
-            tokio::task::spawn_blocking(move || value.prepare())
-                .await
-                .unwrap_or_default()
-        } else {
-            value.prepare()
+        let prepared = match self.to_compress(&write) {
+            None => crate::payload::Prepared::default(),
+            Some(value) if value.bytes.len() >= PREPARE_OFF_WORKERS_BYTES => {
+                let value = value.clone();
+                tokio::task::spawn_blocking(move || value.prepare())
+                    .await
+                    .unwrap_or_default()
+            }
+            Some(value) => value.prepare(),
         };
         let (reply, rx) = oneshot::channel();
         self.queue
@@ -609,16 +599,17 @@ impl Store {
         rx.await.map_err(|_| StorageError::Closed)?
     }
 
-    /// Whether values of object `key` are stored compressed: not when the store does not
-    /// compress, nor for values encryption covers (how well a secret compresses would
+    /// The value `write` stores, if it is to be stored compressed: not when the store does
+    /// not compress, nor for values encryption covers (how well a secret compresses would
     /// show in the length of its ciphertext).
-    fn compresses(&self, key: &str) -> bool {
-        self.compress_values
-            && self
-                .shared
-                .unsealed
-                .as_ref()
-                .is_none_or(|(_, t)| !t.covers(key))
+    fn to_compress<'w>(&self, write: &'w Write) -> Option<&'w Value> {
+        let sealed = (self.shared.unsealed.as_ref()).is_some_and(|(_, t)| t.covers(&write.key));
+        if !self.compress_values || sealed {
+            return None;
+        }
+        match &write.op {
+            WriteOp::Put(v) | WriteOp::Delete(v) => Some(v),
+        }
     }
 
     /// Watches every change to keys starting with `prefix` after revision `after`.

@@ -24,8 +24,8 @@ pub struct Widgets;
 pub const COLOR_LABEL: &str = "example.com/color";
 
 /// What the admission hooks read of a widget (at v1, the storage version). Read with
-/// [`Request::object_as`]: the rest of the object is skipped while parsing, never built,
-/// which is most of a hook's cost inside a fresh instance. The leaves are `Value`s so that
+/// [`Request::object_as`]: the rest of the object is skipped while parsing, never built
+/// (building it was most of what the hooks' own code cost). The leaves are `Value`s so that
 /// a field of the wrong type reads as absent, as the schema validation after mutation will
 /// reject it anyway.
 #[derive(Deserialize, Default)]

@@ -59,16 +59,25 @@ struct Hub {
 
 impl Hub {
     /// `obj` at the storage version, converted again only when it changed since.
-    async fn storage_form(&mut self, obj: &Value) -> ApiResult<Value> {
-        if let Some((from, to)) = &self.converted
-            && from == obj
-        {
-            return Ok(to.clone());
+    async fn storage_form(&mut self, obj: &Value) -> ApiResult<&Value> {
+        let converted = match self.converted.take() {
+            Some(c) if c.0 == *obj => c,
+            _ => {
+                self.req.object = None;
+                (obj.clone(), self.versions.to_storage(obj.clone()).await?)
+            }
+        };
+        Ok(&self.converted.insert(converted).1)
+    }
+
+    /// Puts `obj`'s storage form in the plugins' request, serialised only when it changed
+    /// since it was last sent.
+    async fn send(&mut self, obj: &Value) -> ApiResult<()> {
+        self.storage_form(obj).await?;
+        if self.req.object.is_none() {
+            self.req.object = self.converted.as_ref().map(|(_, to)| to.to_string());
         }
-        let to = self.versions.to_storage(obj.clone()).await?;
-        self.converted = Some((obj.clone(), to.clone()));
-        self.req.object = None;
-        Ok(to)
+        Ok(())
     }
 }
 
@@ -495,7 +504,7 @@ impl Admission {
             let annotations = &mut self.annotations;
             match &mut self.hub {
                 Some(hub) => {
-                    let mut stored = hub.storage_form(obj).await?;
+                    let mut stored = hub.storage_form(obj).await?.clone();
                     let req = &mut hub.req;
                     if mutate_by_plugins(bindings, inner, req, &mut stored, annotations, warnings)
                         .await?
@@ -605,10 +614,7 @@ impl Admission {
         }
         if let Some(hub) = &mut self.hub {
             match obj {
-                Some(o) if plugins => {
-                    let stored = hub.storage_form(o).await?;
-                    hub.req.object.get_or_insert_with(|| stored.to_string());
-                }
+                Some(o) if plugins => hub.send(o).await?,
                 _ => hub.req.object = None,
             }
         }
