@@ -23,6 +23,18 @@ use wasmgate_sdk::Admission as _;
 
 const WARMUP: usize = 2_000;
 const CALLS: usize = 20_000;
+const CONCURRENCY: usize = 64;
+
+/// CPU seconds this process has used (user + system), from `/proc/self/stat`.
+fn process_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    // Fields after the command name (which ends at the last ')'): utime is the 12th,
+    // stime the 13th, in clock ticks of 1/100 s.
+    let rest = &stat[stat.rfind(')').expect("stat") + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    let ticks: f64 = f[11].parse::<f64>().expect("utime") + f[12].parse::<f64>().expect("stime");
+    ticks / 100.0
+}
 
 fn object() -> serde_json::Value {
     json!({
@@ -154,6 +166,34 @@ fn main() {
             assert!(r.allowed);
         }
         report("wasm no-op validate (instance alone)", &h);
+
+        // Under load, as in the gateway: 64 calls in flight on the two workers. What
+        // matters here is CPU per call (the machine is saturated), not latency.
+        let plugin = std::sync::Arc::new(plugin);
+        let req = std::sync::Arc::new(req.clone());
+        let cpu0 = process_cpu();
+        let all = Instant::now();
+        let tasks: Vec<_> = (0..CONCURRENCY)
+            .map(|_| {
+                let (plugin, req) = (plugin.clone(), req.clone());
+                tokio::spawn(async move {
+                    for _ in 0..CALLS / CONCURRENCY {
+                        black_box(plugin.validate(&req).await.expect("call"));
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.expect("task");
+        }
+        let took = all.elapsed();
+        let cpu = process_cpu() - cpu0;
+        println!(
+            "{:<40} {:.0} calls/s, {:.1} µs of CPU per call ({CONCURRENCY} in flight)",
+            "wasm validate under load",
+            CALLS as f64 / took.as_secs_f64(),
+            cpu * 1e6 / CALLS as f64,
+        );
     });
 
     // The same logic natively, from the same JSON text: the request keeps the object as
