@@ -608,6 +608,11 @@ fn encrypted_secrets_are_unreadable_at_rest_and_rotate() {
     let hidden_b64 = password(&gw, "hidden");
     assert!(!hidden_b64.is_empty());
     assert!(!password(&gw, "old").is_empty(), "the clear one reads");
+    // While the gateway runs, the latest writes lie in the write-ahead log (`store.wal`).
+    assert!(
+        !raw_files(&data).contains("hunter2-canary"),
+        "the secret's value is in the running gateway's data directory in clear"
+    );
     gw.stop().expect("stop");
     // As the engine reads the store (values decompressed, not decrypted), and as the
     // bytes lie in the data directory.

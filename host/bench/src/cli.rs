@@ -155,8 +155,8 @@ pub struct Args {
     #[arg(long)]
     pub server_pid: Option<u32>,
 
-    /// The server's data directory, to report the size of its store (`store.redb`) before
-    /// and after each scenario
+    /// The server's data directory, to report the size of its store (`store.redb` and its
+    /// write-ahead log `store.wal`) before and after each scenario
     #[arg(long)]
     pub server_data_dir: Option<std::path::PathBuf>,
 

@@ -229,7 +229,7 @@ pub struct CpuMeter {
     machine: Option<Duration>,
     server_pid: Option<u32>,
     server_rss: Option<u64>,
-    store: Option<std::path::PathBuf>,
+    data_dir: Option<std::path::PathBuf>,
     store_bytes: Option<FileSize>,
 }
 
@@ -252,15 +252,15 @@ pub struct CpuUse {
     /// The server's resident memory when it ended, in KiB.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_rss_after_kib: Option<u64>,
-    /// The length of the server's store file when the interval started (with
-    /// `--server-data-dir`).
+    /// The length of the server's store files (the database and its write-ahead log)
+    /// when the interval started (with `--server-data-dir`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store_bytes_before: Option<u64>,
-    /// The length of the server's store file when it ended.
+    /// Their length when it ended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store_bytes_after: Option<u64>,
-    /// The disk space the store file used when the interval started (its allocated blocks:
-    /// less than its length when the file has holes, as redb's grown files do).
+    /// The disk space the store files used when the interval started (their allocated
+    /// blocks: less than the length when a file has holes, as redb's grown files do).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store_disk_bytes_before: Option<u64>,
     /// The disk space it used when the interval ended.
@@ -275,13 +275,23 @@ struct FileSize {
     disk: u64,
 }
 
-/// The size of a file, if it exists.
-fn file_bytes(path: Option<&std::path::Path>) -> Option<FileSize> {
+/// The size of the embedded store in a data directory: `store.redb` and its write-ahead
+/// log `store.wal` (`None` without the database).
+fn store_size(data_dir: Option<&std::path::Path>) -> Option<FileSize> {
     use std::os::unix::fs::MetadataExt as _;
-    std::fs::metadata(path?).ok().map(|m| FileSize {
-        len: m.len(),
-        // `st_blocks` counts 512-byte units whatever the file system's block size.
-        disk: m.blocks() * 512,
+    let dir = data_dir?;
+    let size = |name: &str| {
+        std::fs::metadata(dir.join(name)).ok().map(|m| FileSize {
+            len: m.len(),
+            // `st_blocks` counts 512-byte units whatever the file system's block size.
+            disk: m.blocks() * 512,
+        })
+    };
+    let db = size("store.redb")?;
+    let wal = size("store.wal").unwrap_or(FileSize { len: 0, disk: 0 });
+    Some(FileSize {
+        len: db.len + wal.len,
+        disk: db.disk + wal.disk,
     })
 }
 
@@ -297,12 +307,12 @@ fn rss_from_status(status: &str) -> Option<u64> {
 }
 
 impl CpuMeter {
-    /// Starts measuring now (`data_dir`: the server's, whose `store.redb` is measured).
+    /// Starts measuring now (`data_dir`: the server's, whose `store.redb` and `store.wal`
+    /// are measured).
     pub fn start(server_pid: Option<u32>, data_dir: Option<&std::path::Path>) -> Self {
-        let store = data_dir.map(|d| d.join("store.redb"));
         CpuMeter {
-            store_bytes: file_bytes(store.as_deref()),
-            store,
+            store_bytes: store_size(data_dir),
+            data_dir: data_dir.map(std::path::Path::to_path_buf),
             wall: std::time::Instant::now(),
             client: process_cpu(None),
             server: server_pid.and_then(|p| process_cpu(Some(p))),
@@ -327,7 +337,7 @@ impl CpuMeter {
         let other_cores = cores(self.machine, machine_busy()).map(|m| {
             round3((m - client_cores.unwrap_or(0.0) - server_cores.unwrap_or(0.0)).max(0.0))
         });
-        let after = file_bytes(self.store.as_deref());
+        let after = store_size(self.data_dir.as_deref());
         CpuUse {
             client_cores,
             server_cores,

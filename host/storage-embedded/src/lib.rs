@@ -10,23 +10,42 @@
 //! ## Transactions
 //! redb has one writer at a time. A [`Transaction`] takes the engine's writer lock when it
 //! begins, reads the latest committed state plus its own buffered writes, and applies the
-//! buffer in one redb write transaction on a blocking thread when it commits. Holding the
-//! lock from begin to commit makes every transaction serializable without conflicts.
+//! buffer when it commits, on a blocking thread. Holding the lock from begin to commit makes
+//! every transaction serializable without conflicts.
 //!
-//! This crate depends on `wasmgate-storage` and redb only.
+//! ## Durability
+//! A commit appends the transaction's writes to a write-ahead log next to the database
+//! (`store.wal` beside `store.redb`) and fsyncs it, then commits them to redb without an
+//! fsync of its own; a durable redb commit about once a second empties the log
+//! (`src/wal.rs` says why and how). A restart after a crash applies the log again. Measured
+//! with 64 clients creating 1 KiB objects: redb's own durable commit took ~1.1 ms for a
+//! group of 23 creates (~35 µs per write: the pages it touched, each written and
+//! fsynced), which made the commit every write waits behind the gateway's bottleneck.
+//!
+//! This crate depends on `wasmgate-storage`, redb and a checksum crate only.
 #![forbid(unsafe_code)]
 
-use std::collections::BTreeMap;
+mod wal;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
-use redb::{Database, ReadOnlyTable, ReadableDatabase, TableDefinition};
+use redb::{
+    Database, Durability, ReadOnlyTable, ReadableDatabase, ReadableTable as _, TableDefinition,
+};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use wasmgate_storage::engine::KeyValue;
 use wasmgate_storage::{Engine, EngineError, Snapshot, Transaction};
 
+use crate::wal::{AppendError, Wal, Writes};
+
 const TABLE: TableDefinition<'static, &'static [u8], &'static [u8]> = TableDefinition::new("kv");
+/// The engine's own bookkeeping, beside the store's keys: `applied`, the sequence number
+/// of the last log record whose writes are in the database.
+const META: TableDefinition<'static, &'static str, u64> = TableDefinition::new("wal");
+const APPLIED: &str = "applied";
 
 /// The default size of redb's page cache, in MiB. Reads at the latest revision are served
 /// from the store's object cache, so redb's cache mostly serves writes and history reads:
@@ -63,10 +82,20 @@ impl Config {
 /// The embedded engine.
 #[derive(Clone)]
 pub struct EmbeddedEngine {
-    db: Arc<Database>,
+    inner: Arc<Inner>,
     /// redb allows one write transaction at a time; this lock is held from `begin` to
     /// commit (or drop), which is what makes our transactions serializable.
     writer: Arc<Mutex<()>>,
+}
+
+struct Inner {
+    db: Database,
+    /// The write-ahead log (`None` in memory, where nothing is durable anyway). Locked only
+    /// by a commit, which holds the writer lock already.
+    wal: Option<std::sync::Mutex<Wal>>,
+    /// Set when a write failed in a way that leaves the database behind its log (an I/O
+    /// error): from then on every operation fails until a restart applies the log again.
+    broken: AtomicBool,
 }
 
 impl std::fmt::Debug for EmbeddedEngine {
@@ -103,7 +132,13 @@ impl EmbeddedEngine {
                 redb::DatabaseError::DatabaseAlreadyOpen => EngineError::Unavailable(Box::new(e)),
                 other => EngineError::other(other),
             })?;
-        Self::init(db)
+        // Opened only once redb holds the database file's lock: one process per log.
+        let wal_path = config.path.with_extension("wal");
+        restrict_to_owner(&wal_path).map_err(EngineError::other)?;
+        let (wal, records) = Wal::open(&wal_path).map_err(|e| {
+            EngineError::other(format!("write-ahead log {}: {e}", wal_path.display()))
+        })?;
+        Self::init(db, Some((wal, records)))
     }
 
     /// Opens the database file at `path` with default tuning.
@@ -116,21 +151,63 @@ impl EmbeddedEngine {
         let db = Database::builder()
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .map_err(EngineError::other)?;
-        Self::init(db)
+        Self::init(db, None)
     }
 
-    fn init(db: Database) -> Result<Self, EngineError> {
+    /// Creates the tables if missing and, on disk, applies what the log holds beyond the
+    /// database's last durable commit, durably, then empties the log.
+    fn init(db: Database, wal: Option<(Wal, Vec<(u64, Writes)>)>) -> Result<Self, EngineError> {
         let w = db.begin_write().map_err(EngineError::other)?;
-        w.open_table(TABLE).map_err(EngineError::other)?;
-        w.commit().map_err(EngineError::other)?;
+        let applied = {
+            w.open_table(TABLE).map_err(EngineError::other)?;
+            let meta = w.open_table(META).map_err(EngineError::other)?;
+            meta.get(APPLIED)
+                .map_err(EngineError::other)?
+                .map_or(0, |v| v.value())
+        };
+        let wal = match wal {
+            None => {
+                w.commit().map_err(EngineError::other)?;
+                None
+            }
+            Some((mut wal, records)) => {
+                let mut missing = records.into_iter().skip_while(|(seq, _)| *seq <= applied);
+                let mut replayed = 0usize;
+                if let Some(first) = missing.next() {
+                    if first.0 != applied + 1 {
+                        return Err(EngineError::other(format!(
+                            "the write-ahead log starts at record {} but the database holds \
+                             records up to {applied} only: records are missing",
+                            first.0
+                        )));
+                    }
+                    for (seq, writes) in std::iter::once(first).chain(missing) {
+                        write_all(&w, &writes, seq)?;
+                        replayed += 1;
+                    }
+                }
+                w.commit().map_err(EngineError::other)?;
+                if replayed > 0 {
+                    tracing::info!(records = replayed, "applied the write-ahead log again");
+                }
+                wal.continue_after(applied);
+                wal.close().map_err(EngineError::other)?;
+                Some(std::sync::Mutex::new(wal))
+            }
+        };
         Ok(EmbeddedEngine {
-            db: Arc::new(db),
+            inner: Arc::new(Inner {
+                db,
+                wal,
+                broken: AtomicBool::new(false),
+            }),
             writer: Arc::new(Mutex::new(())),
         })
     }
 
     fn read_table(&self) -> Result<ReadOnlyTable<&'static [u8], &'static [u8]>, EngineError> {
-        let r = self.db.begin_read().map_err(EngineError::other)?;
+        self.inner.usable()?;
+        let r = self.inner.db.begin_read().map_err(EngineError::other)?;
         r.open_table(TABLE).map_err(EngineError::other)
     }
 }
@@ -212,12 +289,12 @@ impl Snapshot for RedbSnapshot {
 }
 
 struct RedbTransaction {
-    db: Arc<Database>,
+    inner: Arc<Inner>,
     _writer: OwnedMutexGuard<()>,
     /// The committed state as of `begin` (stable: we hold the writer lock).
     base: ReadOnlyTable<&'static [u8], &'static [u8]>,
     /// Buffered writes; `None` deletes.
-    writes: BTreeMap<Vec<u8>, Option<Bytes>>,
+    writes: Writes,
 }
 
 #[async_trait::async_trait]
@@ -239,7 +316,7 @@ impl Transaction for RedbTransaction {
 
     async fn commit(self: Box<Self>) -> Result<(), EngineError> {
         let RedbTransaction {
-            db,
+            inner,
             _writer,
             base,
             writes,
@@ -248,33 +325,120 @@ impl Transaction for RedbTransaction {
         if writes.is_empty() {
             return Ok(());
         }
-        let joined = tokio::task::spawn_blocking(move || apply(&db, writes)).await;
+        let joined = tokio::task::spawn_blocking(move || inner.commit(&writes)).await;
         // The writer lock is released only after redb has finished the commit.
         drop(_writer);
         joined.map_err(|e| EngineError::Undetermined(Box::new(e)))?
     }
 }
 
-fn apply(db: &Database, writes: BTreeMap<Vec<u8>, Option<Bytes>>) -> Result<(), EngineError> {
-    let w = db.begin_write().map_err(EngineError::other)?;
-    {
-        let mut t = w.open_table(TABLE).map_err(EngineError::other)?;
-        for (k, v) in &writes {
-            match v {
-                Some(v) => {
-                    t.insert(k.as_slice(), v.as_ref())
-                        .map_err(EngineError::other)?;
-                }
-                None => {
-                    t.remove(k.as_slice()).map_err(EngineError::other)?;
-                }
+/// Puts `writes` into redb's transaction `w`, recording that log record `seq` is applied.
+fn write_all(w: &redb::WriteTransaction, writes: &Writes, seq: u64) -> Result<(), EngineError> {
+    let mut t = w.open_table(TABLE).map_err(EngineError::other)?;
+    for (k, v) in writes {
+        match v {
+            Some(v) => {
+                t.insert(k.as_slice(), v.as_ref())
+                    .map_err(EngineError::other)?;
+            }
+            None => {
+                t.remove(k.as_slice()).map_err(EngineError::other)?;
             }
         }
     }
-    // An error from commit itself may come after data reached the disk (e.g. a failed
-    // fsync): the outcome is unknown, and the store reads back to find out.
-    w.commit()
-        .map_err(|e| EngineError::Undetermined(Box::new(e)))
+    w.open_table(META)
+        .map_err(EngineError::other)?
+        .insert(APPLIED, seq)
+        .map_err(EngineError::other)?;
+    Ok(())
+}
+
+impl Inner {
+    fn usable(&self) -> Result<(), EngineError> {
+        if self.broken.load(Ordering::Acquire) {
+            return Err(EngineError::Unavailable(
+                "an earlier write failed on disk; restart the gateway to recover the store \
+                 from its write-ahead log"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn broke(&self, what: &str, e: &dyn std::fmt::Display) {
+        tracing::error!(error = %e, "{what}; the store refuses further requests until a restart");
+        self.broken.store(true, Ordering::Release);
+    }
+
+    /// Commits `writes` (the caller holds the writer lock): durable once the log record is,
+    /// then applied to redb without an fsync; a durable redb commit empties the log when due.
+    fn commit(&self, writes: &Writes) -> Result<(), EngineError> {
+        self.usable()?;
+        let Some(wal) = &self.wal else {
+            return self.redb_commit(writes, 0, Durability::Immediate);
+        };
+        let mut wal = wal.lock().map_err(|_| {
+            EngineError::Unavailable("the write-ahead log is unusable after a panic".into())
+        })?;
+        let seq = match wal.append(writes) {
+            Ok(seq) => seq,
+            // An error from commit itself may come after data reached the disk (e.g. a
+            // failed fsync): the outcome is unknown, and the store reads back to find out.
+            Err(AppendError::NotWritten(e)) => return Err(EngineError::other(e)),
+            Err(AppendError::Unknown(e)) => {
+                self.broke("a write-ahead log write failed and could not be undone", &e);
+                return Err(EngineError::Undetermined(Box::new(e)));
+            }
+        };
+        // From here the writes are durable: whatever fails, a restart applies them.
+        if let Err(e) = self.redb_commit(writes, seq, Durability::None) {
+            self.broke("a logged write could not be applied to the database", &e);
+            return Err(EngineError::Undetermined(Box::new(e)));
+        }
+        if wal.due()
+            && let Err(e) = self.checkpoint(&mut wal)
+        {
+            self.broke("the database could not be made durable", &e);
+        }
+        Ok(())
+    }
+
+    fn redb_commit(
+        &self,
+        writes: &Writes,
+        seq: u64,
+        durability: Durability,
+    ) -> Result<(), EngineError> {
+        let mut w = self.db.begin_write().map_err(EngineError::other)?;
+        w.set_durability(durability).map_err(EngineError::other)?;
+        write_all(&w, writes, seq)?;
+        w.commit()
+            .map_err(|e| EngineError::Undetermined(Box::new(e)))
+    }
+
+    /// One durable redb commit (it persists every commit before it), then an empty log.
+    fn checkpoint(&self, wal: &mut Wal) -> Result<(), EngineError> {
+        let w = self.db.begin_write().map_err(EngineError::other)?;
+        w.commit().map_err(EngineError::other)?;
+        wal.clear().map_err(EngineError::other)
+    }
+}
+
+impl Drop for Inner {
+    /// A clean stop leaves everything in the database and the log empty.
+    fn drop(&mut self) {
+        if self.broken.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(wal) = &self.wal
+            && let Ok(mut wal) = wal.lock()
+            && let Err(e) = self
+                .checkpoint(&mut wal)
+                .and_then(|()| wal.close().map_err(EngineError::other))
+        {
+            tracing::warn!(error = %e, "closing the store: the write-ahead log stays for the next start");
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -292,10 +456,145 @@ impl Engine for EmbeddedEngine {
     async fn begin(&self) -> Result<Box<dyn Transaction>, EngineError> {
         let guard = self.writer.clone().lock_owned().await;
         Ok(Box::new(RedbTransaction {
-            db: self.db.clone(),
+            inner: self.inner.clone(),
             _writer: guard,
             base: self.read_table()?,
-            writes: BTreeMap::new(),
+            writes: Writes::new(),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    use super::*;
+
+    fn dirs(name: &str) -> (PathBuf, PathBuf) {
+        let root = std::env::temp_dir().join(format!("wasmgate-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (a, b) = (root.join("a"), root.join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        (a, b)
+    }
+
+    /// Opens the engine in `dir` with a log that is never emptied while it is open.
+    fn open(dir: &Path) -> EmbeddedEngine {
+        let e = EmbeddedEngine::open_path(&dir.join("store.redb")).unwrap();
+        let wal = e.inner.wal.as_ref().unwrap();
+        wal.lock().unwrap().set_max_age(Duration::from_secs(3600));
+        e
+    }
+
+    async fn commit(e: &EmbeddedEngine, key: &str, value: Option<&str>) {
+        let mut t = e.begin().await.unwrap();
+        match value {
+            Some(v) => t.put(key.into(), Bytes::copy_from_slice(v.as_bytes())),
+            None => t.delete(key.into()),
+        }
+        t.commit().await.unwrap();
+    }
+
+    async fn read(e: &EmbeddedEngine, key: &str) -> Option<String> {
+        let v = e
+            .snapshot()
+            .await
+            .unwrap()
+            .get(key.as_bytes())
+            .await
+            .unwrap();
+        v.map(|v| String::from_utf8(v.to_vec()).unwrap())
+    }
+
+    fn copy(from: &Path, to: &Path, file: &str) {
+        std::fs::copy(from.join(file), to.join(file)).unwrap();
+    }
+
+    /// STORE-01: what a crash leaves (the database as of its last durable commit, the log
+    /// of every commit since, a torn record at its end) opens with every acknowledged
+    /// commit, and the log is emptied into the database.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_crash_loses_no_logged_commit() {
+        let (a, b) = dirs("wal-crash");
+        {
+            let e = open(&a);
+            commit(&e, "k1", Some("v1")).await;
+            commit(&e, "k2", Some("v1")).await;
+        }
+        // A clean stop: everything in the database, an empty log.
+        assert_eq!(std::fs::metadata(a.join("store.wal")).unwrap().len(), 0);
+        copy(&a, &b, "store.redb");
+        let e = open(&a);
+        commit(&e, "k1", None).await;
+        commit(&e, "k2", Some("v2")).await;
+        commit(&e, "k3", Some(&"x".repeat(100_000))).await;
+        copy(&a, &b, "store.wal");
+        let mut torn = std::fs::OpenOptions::new()
+            .append(true)
+            .open(b.join("store.wal"))
+            .unwrap();
+        std::io::Write::write_all(&mut torn, &[200, 0, 0, 0, 1, 2, 3, 4, 5]).unwrap();
+        drop(torn);
+
+        let recovered = open(&b);
+        assert_eq!(read(&recovered, "k1").await, None);
+        assert_eq!(read(&recovered, "k2").await.as_deref(), Some("v2"));
+        assert_eq!(read(&recovered, "k3").await.unwrap().len(), 100_000);
+        assert_eq!(std::fs::metadata(b.join("store.wal")).unwrap().len(), 0);
+        // It goes on: a later commit survives another crash the same way.
+        commit(&recovered, "k4", Some("v4")).await;
+        assert!(std::fs::metadata(b.join("store.wal")).unwrap().len() > 0);
+        drop(recovered);
+        let reopened = open(&b);
+        assert_eq!(read(&reopened, "k4").await.as_deref(), Some("v4"));
+        assert_eq!(read(&reopened, "k2").await.as_deref(), Some("v2"));
+        drop(reopened);
+        drop(e);
+        assert_eq!(read(&open(&a), "k2").await.as_deref(), Some("v2"));
+        std::fs::remove_dir_all(a.parent().unwrap()).unwrap();
+    }
+
+    /// A crash between a durable commit and the emptying of the log leaves records the
+    /// database already holds: they are not applied over later writes.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn records_the_database_holds_are_not_applied_again() {
+        let (a, b) = dirs("wal-stale");
+        let e = open(&a);
+        commit(&e, "k", Some("v2")).await;
+        commit(&e, "k", Some("v3")).await;
+        copy(&a, &b, "store.wal");
+        commit(&e, "k", Some("v4")).await;
+        drop(e);
+        copy(&a, &b, "store.redb");
+        assert_eq!(read(&open(&b), "k").await.as_deref(), Some("v4"));
+        std::fs::remove_dir_all(a.parent().unwrap()).unwrap();
+    }
+
+    /// A log that does not continue the database (records lost in between) is refused
+    /// rather than applied over a gap.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_log_with_a_gap_is_refused() {
+        let (a, b) = dirs("wal-gap");
+        drop(open(&a));
+        copy(&a, &b, "store.redb");
+        let e = open(&a);
+        commit(&e, "k", Some("v1")).await;
+        let first = std::fs::metadata(a.join("store.wal")).unwrap().len() as usize;
+        commit(&e, "k", Some("v2")).await;
+        let log = std::fs::read(a.join("store.wal")).unwrap();
+        std::fs::write(b.join("store.wal"), &log[first..]).unwrap();
+        let err = EmbeddedEngine::open_path(&b.join("store.redb"))
+            .err()
+            .unwrap();
+        assert!(
+            format!("{err:?}").contains("records are missing"),
+            "{err:?}"
+        );
+        drop(e);
+        std::fs::remove_dir_all(a.parent().unwrap()).unwrap();
     }
 }
