@@ -325,10 +325,19 @@ impl Transaction for RedbTransaction {
         if writes.is_empty() {
             return Ok(());
         }
-        let joined = tokio::task::spawn_blocking(move || inner.commit(&writes)).await;
-        // The writer lock is released only after redb has finished the commit.
-        drop(_writer);
-        joined.map_err(|e| EngineError::Undetermined(Box::new(e)))?
+        let committer = inner.clone();
+        let joined = tokio::task::spawn_blocking(move || committer.commit(&writes)).await;
+        let due = joined.map_err(|e| EngineError::Undetermined(Box::new(e)))??;
+        // The writer lock is released only after redb has finished the commit, or after
+        // the checkpoint it made due: the next transaction waits for that, not this one,
+        // whose writes are durable already.
+        if due {
+            tokio::task::spawn_blocking(move || {
+                let _writer = _writer;
+                inner.checkpoint_now();
+            });
+        }
+        Ok(())
     }
 }
 
@@ -371,20 +380,19 @@ impl Inner {
     }
 
     /// Commits `writes` (the caller holds the writer lock): durable once the log record is,
-    /// then applied to redb without an fsync; a durable redb commit empties the log when due.
-    fn commit(&self, writes: &Writes) -> Result<(), EngineError> {
+    /// then applied to redb without an fsync. Returns whether a checkpoint is due.
+    fn commit(&self, writes: &Writes) -> Result<bool, EngineError> {
         self.usable()?;
         let Some(wal) = &self.wal else {
-            return self.redb_commit(writes, 0, Durability::Immediate);
+            self.redb_commit(writes, 0, Durability::Immediate)?;
+            return Ok(false);
         };
-        let mut wal = wal.lock().map_err(|_| {
-            EngineError::Unavailable("the write-ahead log is unusable after a panic".into())
-        })?;
+        let mut wal = self.lock(wal)?;
         let seq = match wal.append(writes) {
             Ok(seq) => seq,
-            // An error from commit itself may come after data reached the disk (e.g. a
-            // failed fsync): the outcome is unknown, and the store reads back to find out.
+            // Nothing of it is in the log: the transaction did not happen.
             Err(AppendError::NotWritten(e)) => return Err(EngineError::other(e)),
+            // It may be in the log, and a restart would apply it.
             Err(AppendError::Unknown(e)) => {
                 self.broke("a write-ahead log write failed and could not be undone", &e);
                 return Err(EngineError::Undetermined(Box::new(e)));
@@ -395,12 +403,27 @@ impl Inner {
             self.broke("a logged write could not be applied to the database", &e);
             return Err(EngineError::Undetermined(Box::new(e)));
         }
-        if wal.due()
-            && let Err(e) = self.checkpoint(&mut wal)
-        {
+        Ok(wal.due())
+    }
+
+    fn lock<'a>(
+        &self,
+        wal: &'a std::sync::Mutex<Wal>,
+    ) -> Result<std::sync::MutexGuard<'a, Wal>, EngineError> {
+        wal.lock().map_err(|_| {
+            EngineError::Unavailable("the write-ahead log is unusable after a panic".into())
+        })
+    }
+
+    /// Makes the database durable and empties the log (the caller holds the writer lock).
+    fn checkpoint_now(&self) {
+        let Some(wal) = &self.wal else { return };
+        if self.usable().is_err() {
+            return;
+        }
+        if let Err(e) = self.lock(wal).and_then(|mut wal| self.checkpoint(&mut wal)) {
             self.broke("the database could not be made durable", &e);
         }
-        Ok(())
     }
 
     fn redb_commit(
@@ -482,12 +505,17 @@ mod tests {
         (a, b)
     }
 
-    /// Opens the engine in `dir` with a log that is never emptied while it is open.
-    fn open(dir: &Path) -> EmbeddedEngine {
+    /// Opens the engine in `dir` with a log that is emptied when it is `max_age` old.
+    fn open_with(dir: &Path, max_age: Duration) -> EmbeddedEngine {
         let e = EmbeddedEngine::open_path(&dir.join("store.redb")).unwrap();
         let wal = e.inner.wal.as_ref().unwrap();
-        wal.lock().unwrap().set_max_age(Duration::from_secs(3600));
+        wal.lock().unwrap().set_max_age(max_age);
         e
+    }
+
+    /// Opens the engine in `dir` with a log that is never emptied while it is open.
+    fn open(dir: &Path) -> EmbeddedEngine {
+        open_with(dir, Duration::from_secs(3600))
     }
 
     async fn commit(e: &EmbeddedEngine, key: &str, value: Option<&str>) {
@@ -571,6 +599,25 @@ mod tests {
         drop(e);
         copy(&a, &b, "store.redb");
         assert_eq!(read(&open(&b), "k").await.as_deref(), Some("v4"));
+        std::fs::remove_dir_all(a.parent().unwrap()).unwrap();
+    }
+
+    /// A checkpoint (due after every commit here) makes the database durable by itself:
+    /// its file alone, with an empty log, holds every commit.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_checkpoint_empties_the_log_into_the_database() {
+        let (a, b) = dirs("wal-checkpoint");
+        let e = open_with(&a, Duration::ZERO);
+        commit(&e, "k1", Some("v1")).await;
+        commit(&e, "k2", Some("v2")).await;
+        // The next transaction begins once the checkpoint has run.
+        drop(e.begin().await.unwrap());
+        assert_eq!(e.inner.wal.as_ref().unwrap().lock().unwrap().len(), 0);
+        copy(&a, &b, "store.redb");
+        let copied = open(&b);
+        assert_eq!(read(&copied, "k1").await.as_deref(), Some("v1"));
+        assert_eq!(read(&copied, "k2").await.as_deref(), Some("v2"));
+        drop((e, copied));
         std::fs::remove_dir_all(a.parent().unwrap()).unwrap();
     }
 

@@ -105,6 +105,12 @@ impl Wal {
         self.seq
     }
 
+    /// Bytes of records in the log.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
     /// Numbers the next record after `seq` (the database's, when it is ahead of the log).
     pub(crate) fn continue_after(&mut self, seq: u64) {
         self.seq = self.seq.max(seq);
