@@ -325,9 +325,13 @@ impl Transaction for RedbTransaction {
         if writes.is_empty() {
             return Ok(());
         }
-        let committer = inner.clone();
-        let joined = tokio::task::spawn_blocking(move || committer.commit(&writes)).await;
-        let due = joined.map_err(|e| EngineError::Undetermined(Box::new(e)))??;
+        let due = if wasmgate_storage::engine::may_block() {
+            inner.commit(&writes)?
+        } else {
+            let committer = inner.clone();
+            let joined = tokio::task::spawn_blocking(move || committer.commit(&writes)).await;
+            joined.map_err(|e| EngineError::Undetermined(Box::new(e)))??
+        };
         // The writer lock is released only after redb has finished the commit, or after
         // the checkpoint it made due: the next transaction waits for that, not this one,
         // whose writes are durable already.
@@ -468,6 +472,10 @@ impl Drop for Inner {
 impl Engine for EmbeddedEngine {
     fn name(&self) -> &'static str {
         "embedded"
+    }
+
+    fn blocking_commits(&self) -> bool {
+        true
     }
 
     async fn snapshot(&self) -> Result<Box<dyn Snapshot>, EngineError> {

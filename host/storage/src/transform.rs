@@ -124,6 +124,10 @@ impl Engine for Sealed {
         self.inner.name()
     }
 
+    fn blocking_commits(&self) -> bool {
+        self.inner.blocking_commits()
+    }
+
     async fn snapshot(&self) -> Result<Box<dyn Snapshot>, EngineError> {
         Ok(Box::new(SealedSnapshot {
             inner: self.inner.snapshot().await?,
