@@ -298,7 +298,9 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Opens a store over `engine` and starts its committer task (needs a tokio runtime).
+    /// Opens a store over `engine` and starts its committer (needs a tokio runtime): a task,
+    /// or, for an engine with [`Engine::blocking_commits`], a thread of the runtime's
+    /// blocking pool for as long as a handle to the store lives.
     pub async fn open(engine: Arc<dyn Engine>, options: StoreOptions) -> Result<Store> {
         let (engine, unsealed) = match &options.transformer {
             Some(t) => {
