@@ -182,7 +182,7 @@ impl EmbeddedEngine {
                         )));
                     }
                     for (seq, writes) in std::iter::once(first).chain(missing) {
-                        write_all(&w, &writes, seq)?;
+                        write_all(&w, &writes, Some(seq))?;
                         replayed += 1;
                     }
                 }
@@ -345,8 +345,13 @@ impl Transaction for RedbTransaction {
     }
 }
 
-/// Puts `writes` into redb's transaction `w`, recording that log record `seq` is applied.
-fn write_all(w: &redb::WriteTransaction, writes: &Writes, seq: u64) -> Result<(), EngineError> {
+/// Puts `writes` into redb's transaction `w`, recording that log record `seq` is applied
+/// (`None`: there is no log, in memory).
+fn write_all(
+    w: &redb::WriteTransaction,
+    writes: &Writes,
+    seq: Option<u64>,
+) -> Result<(), EngineError> {
     let mut t = w.open_table(TABLE).map_err(EngineError::other)?;
     for (k, v) in writes {
         match v {
@@ -359,10 +364,12 @@ fn write_all(w: &redb::WriteTransaction, writes: &Writes, seq: u64) -> Result<()
             }
         }
     }
-    w.open_table(META)
-        .map_err(EngineError::other)?
-        .insert(APPLIED, seq)
-        .map_err(EngineError::other)?;
+    if let Some(seq) = seq {
+        w.open_table(META)
+            .map_err(EngineError::other)?
+            .insert(APPLIED, seq)
+            .map_err(EngineError::other)?;
+    }
     Ok(())
 }
 
@@ -388,7 +395,7 @@ impl Inner {
     fn commit(&self, writes: &Writes) -> Result<bool, EngineError> {
         self.usable()?;
         let Some(wal) = &self.wal else {
-            self.redb_commit(writes, 0, Durability::Immediate)?;
+            self.redb_commit(writes, None, Durability::Immediate)?;
             return Ok(false);
         };
         let mut wal = self.lock(wal)?;
@@ -403,7 +410,7 @@ impl Inner {
             }
         };
         // From here the writes are durable: whatever fails, a restart applies them.
-        if let Err(e) = self.redb_commit(writes, seq, Durability::None) {
+        if let Err(e) = self.redb_commit(writes, Some(seq), Durability::None) {
             self.broke("a logged write could not be applied to the database", &e);
             return Err(EngineError::Undetermined(Box::new(e)));
         }
@@ -433,7 +440,7 @@ impl Inner {
     fn redb_commit(
         &self,
         writes: &Writes,
-        seq: u64,
+        seq: Option<u64>,
         durability: Durability,
     ) -> Result<(), EngineError> {
         let mut w = self.db.begin_write().map_err(EngineError::other)?;
