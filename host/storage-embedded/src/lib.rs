@@ -47,6 +47,9 @@ const TABLE: TableDefinition<'static, &'static [u8], &'static [u8]> = TableDefin
 const META: TableDefinition<'static, &'static str, u64> = TableDefinition::new("wal");
 const APPLIED: &str = "applied";
 
+/// What the log says when an open applies records of the write-ahead log again.
+pub const REPLAYED: &str = "applied the write-ahead log again";
+
 /// The default size of redb's page cache, in MiB. Reads at the latest revision are served
 /// from the store's object cache, so redb's cache mostly serves writes and history reads:
 /// measured with ~150k 1 KiB objects, 64 MiB gave the same creates/s as 256, 15 % more
@@ -188,7 +191,10 @@ impl EmbeddedEngine {
                 }
                 w.commit().map_err(EngineError::other)?;
                 if replayed > 0 {
-                    tracing::info!(records = replayed, "applied the write-ahead log again");
+                    tracing::warn!(
+                        records = replayed,
+                        "the store was not closed cleanly: {REPLAYED}"
+                    );
                 }
                 wal.continue_after(applied);
                 wal.close().map_err(EngineError::other)?;
