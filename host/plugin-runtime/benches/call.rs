@@ -25,17 +25,6 @@ const WARMUP: usize = 2_000;
 const CALLS: usize = 20_000;
 const CONCURRENCY: usize = 64;
 
-/// CPU seconds this process has used (user + system), from `/proc/self/stat`.
-fn process_cpu() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
-    // Fields after the command name (which ends at the last ')'): utime is the 12th,
-    // stime the 13th, in clock ticks of 1/100 s.
-    let rest = &stat[stat.rfind(')').expect("stat") + 2..];
-    let f: Vec<&str> = rest.split(' ').collect();
-    let ticks: f64 = f[11].parse::<f64>().expect("utime") + f[12].parse::<f64>().expect("stime");
-    ticks / 100.0
-}
-
 fn object() -> serde_json::Value {
     json!({
         "apiVersion": "example.com/v1", "kind": "Widget",
@@ -171,7 +160,7 @@ fn main() {
         // matters here is CPU per call (the machine is saturated), not latency.
         let plugin = std::sync::Arc::new(plugin);
         let req = std::sync::Arc::new(req.clone());
-        let cpu0 = process_cpu();
+        let cpu = cpu_time::ProcessTime::now();
         let all = Instant::now();
         let tasks: Vec<_> = (0..CONCURRENCY)
             .map(|_| {
@@ -187,7 +176,7 @@ fn main() {
             t.await.expect("task");
         }
         let took = all.elapsed();
-        let cpu = process_cpu() - cpu0;
+        let cpu = cpu.elapsed().as_secs_f64();
         println!(
             "{:<40} {:.0} calls/s, {:.1} µs of CPU per call ({CONCURRENCY} in flight)",
             "wasm validate under load",

@@ -379,6 +379,13 @@ fn write_all(
     Ok(())
 }
 
+/// The log, unless a panic while it was held left it in doubt.
+fn lock(wal: &std::sync::Mutex<Wal>) -> Result<std::sync::MutexGuard<'_, Wal>, EngineError> {
+    wal.lock().map_err(|_| {
+        EngineError::Unavailable("the write-ahead log is unusable after a panic".into())
+    })
+}
+
 impl Inner {
     fn usable(&self) -> Result<(), EngineError> {
         if self.broken.load(Ordering::Acquire) {
@@ -404,7 +411,7 @@ impl Inner {
             self.redb_commit(writes, None, Durability::Immediate)?;
             return Ok(false);
         };
-        let mut wal = self.lock(wal)?;
+        let mut wal = lock(wal)?;
         let seq = match wal.append(writes) {
             Ok(seq) => seq,
             // Nothing of it is in the log: the transaction did not happen.
@@ -423,22 +430,13 @@ impl Inner {
         Ok(wal.due())
     }
 
-    fn lock<'a>(
-        &self,
-        wal: &'a std::sync::Mutex<Wal>,
-    ) -> Result<std::sync::MutexGuard<'a, Wal>, EngineError> {
-        wal.lock().map_err(|_| {
-            EngineError::Unavailable("the write-ahead log is unusable after a panic".into())
-        })
-    }
-
     /// Makes the database durable and empties the log (the caller holds the writer lock).
     fn checkpoint_now(&self) {
         let Some(wal) = &self.wal else { return };
         if self.usable().is_err() {
             return;
         }
-        if let Err(e) = self.lock(wal).and_then(|mut wal| self.checkpoint(&mut wal)) {
+        if let Err(e) = lock(wal).and_then(|mut wal| self.checkpoint(&mut wal)) {
             self.broke("the database could not be made durable", &e);
         }
     }

@@ -338,8 +338,8 @@ impl Store {
             // A thread of the runtime's blocking pool, which the committer keeps for as
             // long as the store is open: the engine commits on it without handing the I/O
             // to another thread and back (measured: ~0.5 ms of a ~1.1 ms group commit
-            // under load on 2 cores). The runtime waits for it when it shuts down, which
-            // is once every handle to the store is gone.
+            // under load on 2 cores). It ends once every handle to the store is gone; a
+            // runtime shutting down waits for it.
             let runtime = tokio::runtime::Handle::current();
             tokio::task::spawn_blocking(move || {
                 crate::engine::allow_blocking();
