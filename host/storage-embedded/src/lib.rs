@@ -39,7 +39,9 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use wasmgate_storage::engine::KeyValue;
 use wasmgate_storage::{Engine, EngineError, Snapshot, Transaction};
 
-use crate::wal::{AppendError, Wal, Writes};
+use wasmgate_storage::keys;
+
+use crate::wal::{AppendError, Opened, Wal, Writes};
 
 const TABLE: TableDefinition<'static, &'static [u8], &'static [u8]> = TableDefinition::new("kv");
 /// The engine's own bookkeeping, beside the store's keys: `applied`, the sequence number
@@ -82,6 +84,92 @@ impl Config {
     }
 }
 
+/// What an open does with a write-ahead log damaged before its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Recovery {
+    /// Refuse to open ([`DamagedLog`]).
+    Refuse,
+    /// Drop the damaged record and everything after it ([`EmbeddedEngine::repair`]).
+    AcceptLoss,
+}
+
+/// What a damaged write-ahead log loses when it is repaired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Repaired {
+    /// The log file.
+    pub log: PathBuf,
+    /// Where the damaged record starts in it.
+    pub offset: u64,
+    /// Why that record cannot be read.
+    pub why: &'static str,
+    /// The sequence numbers of the first (the damaged one) and last record dropped.
+    pub first: u64,
+    /// See `first`.
+    pub last: u64,
+    /// How many records are dropped (the damaged ones and the whole ones after them).
+    pub records: u64,
+    /// Of those, how many were whole: their writes were acknowledged and are lost.
+    pub whole: u64,
+    /// Bytes of the log dropped.
+    pub bytes: u64,
+    /// The store's revision after the repair (past every revision the dropped records
+    /// held); 0 before it.
+    pub revision: u64,
+}
+
+impl Repaired {
+    fn of(log: &Path, d: &wal::Damage) -> Repaired {
+        let last = d.later.last().map_or(d.seq, |(seq, _)| *seq);
+        Repaired {
+            log: log.to_owned(),
+            offset: d.offset,
+            why: d.why,
+            first: d.seq,
+            last,
+            records: last - d.seq + 1,
+            whole: d.later.len() as u64,
+            bytes: d.bytes,
+            revision: 0,
+        }
+    }
+}
+
+/// Why an open refused a write-ahead log: a record before its end cannot be read, and
+/// whole records follow it. That is damage to the file, not a crash (a crash can only cut
+/// the last record short), and the records after it hold acknowledged writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DamagedLog(pub Repaired);
+
+impl std::fmt::Display for DamagedLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = &self.0;
+        write!(
+            f,
+            "the write-ahead log {} is damaged: record {} at offset {} cannot be read ({}), \
+             and {} whole records follow it (up to record {}). This is not a record torn \
+             by a crash, and starting would lose acknowledged writes and hand their \
+             resourceVersions out again. Keep a copy of the data directory; then either \
+             restore it from a backup, or start from the records before the damage by \
+             repairing the store (`wasmgate repair`), which drops records {}..={} ({} \
+             records, {} bytes; {} of them whole, whose writes are lost)",
+            r.log.display(),
+            r.first,
+            r.offset,
+            r.why,
+            r.whole,
+            r.last,
+            r.first,
+            r.last,
+            r.records,
+            r.bytes,
+            r.whole,
+        )
+    }
+}
+
+impl std::error::Error for DamagedLog {}
+
 /// The embedded engine.
 #[derive(Clone)]
 pub struct EmbeddedEngine {
@@ -122,8 +210,28 @@ fn restrict_to_owner(path: &Path) -> std::io::Result<()> {
 }
 
 impl EmbeddedEngine {
-    /// Opens (or creates) the database file described by `config`.
+    /// Opens (or creates) the database file described by `config`, applying what its
+    /// write-ahead log holds beyond the database's last durable commit. A log damaged
+    /// before its end (records that cannot be read, with later ones after them) is refused
+    /// with a [`DamagedLog`] error: see [`EmbeddedEngine::repair`].
     pub fn open(config: &Config) -> Result<Self, EngineError> {
+        Self::open_recovering(config, Recovery::Refuse).map(|(engine, _)| engine)
+    }
+
+    /// Opens the database as [`EmbeddedEngine::open`] does, but accepts a damaged log: the
+    /// records before the damage are applied and the damaged one and every record after it
+    /// are dropped, and the store's revision is moved past every revision those records
+    /// hold, so that none is handed out twice. Returns what was dropped (`None`: the log
+    /// was not damaged and nothing was). The engine is closed again: this is for an
+    /// operator's `wasmgate repair`, with the gateway stopped.
+    pub fn repair(config: &Config) -> Result<Option<Repaired>, EngineError> {
+        Self::open_recovering(config, Recovery::AcceptLoss).map(|(_, repaired)| repaired)
+    }
+
+    fn open_recovering(
+        config: &Config,
+        recovery: Recovery,
+    ) -> Result<(Self, Option<Repaired>), EngineError> {
         if let Some(parent) = config.path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(EngineError::other)?;
         }
@@ -138,10 +246,7 @@ impl EmbeddedEngine {
         // Opened only once redb holds the database file's lock: one process per log.
         let wal_path = config.path.with_extension("wal");
         restrict_to_owner(&wal_path).map_err(EngineError::other)?;
-        let (wal, records) = Wal::open(&wal_path).map_err(|e| {
-            EngineError::other(format!("write-ahead log {}: {e}", wal_path.display()))
-        })?;
-        Self::init(db, Some((wal, records)))
+        Self::init(db, Some((&wal_path, recovery)))
     }
 
     /// Opens the database file at `path` with default tuning.
@@ -154,12 +259,15 @@ impl EmbeddedEngine {
         let db = Database::builder()
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .map_err(EngineError::other)?;
-        Self::init(db, None)
+        Self::init(db, None).map(|(engine, _)| engine)
     }
 
     /// Creates the tables if missing and, on disk, applies what the log holds beyond the
     /// database's last durable commit, durably, then empties the log.
-    fn init(db: Database, wal: Option<(Wal, Vec<(u64, Writes)>)>) -> Result<Self, EngineError> {
+    fn init(
+        db: Database,
+        wal: Option<(&Path, Recovery)>,
+    ) -> Result<(Self, Option<Repaired>), EngineError> {
         let w = db.begin_write().map_err(EngineError::other)?;
         let applied = {
             w.open_table(TABLE).map_err(EngineError::other)?;
@@ -168,25 +276,97 @@ impl EmbeddedEngine {
                 .map_err(EngineError::other)?
                 .map_or(0, |v| v.value())
         };
+        let mut repaired = None;
         let wal = match wal {
             None => {
                 w.commit().map_err(EngineError::other)?;
                 None
             }
-            Some((mut wal, records)) => {
+            Some((path, recovery)) => {
+                let opened = Wal::open(path, applied).map_err(|e| {
+                    EngineError::other(format!("write-ahead log {}: {e}", path.display()))
+                })?;
+                let Opened {
+                    mut wal,
+                    records,
+                    end,
+                } = opened;
+                let wal_seq_read = records.last().map_or(applied, |(seq, _)| *seq);
                 let mut missing = records.into_iter().skip_while(|(seq, _)| *seq <= applied);
                 let mut replayed = 0usize;
                 if let Some(first) = missing.next() {
                     if first.0 != applied + 1 {
                         return Err(EngineError::other(format!(
-                            "the write-ahead log starts at record {} but the database holds \
-                             records up to {applied} only: records are missing",
+                            "the write-ahead log {} starts at record {} but the database \
+                             holds records up to {applied} only: records are missing",
+                            path.display(),
                             first.0
                         )));
                     }
                     for (seq, writes) in std::iter::once(first).chain(missing) {
                         write_all(&w, &writes, Some(seq))?;
+                        wal.continue_after(seq);
                         replayed += 1;
+                    }
+                }
+                match end {
+                    wal::End::Clean => {}
+                    wal::End::Torn { offset, bytes } if wal_seq_read < applied => tracing::info!(
+                        log = %path.display(),
+                        offset,
+                        bytes,
+                        "the write-ahead log holds records the database holds already, the \
+                         last of them unreadable: ignored"
+                    ),
+                    wal::End::Torn { offset, bytes } => tracing::warn!(
+                        log = %path.display(),
+                        offset,
+                        bytes,
+                        records = 1,
+                        "the write-ahead log ends in a record a crash cut short (never \
+                         acknowledged): cut off"
+                    ),
+                    wal::End::Damaged(damage) => {
+                        let dropped = Repaired::of(path, &damage);
+                        if recovery == Recovery::Refuse {
+                            return Err(EngineError::other(DamagedLog(dropped)));
+                        }
+                        // Every revision a dropped record handed out stays used.
+                        let floor = damage
+                            .later
+                            .iter()
+                            .filter_map(|(_, writes)| writes.get(keys::META_REV)?.clone())
+                            .filter_map(|v| keys::decode_u64(keys::META_REV, Some(&v)).ok())
+                            .max()
+                            .unwrap_or(0);
+                        let mut t = w.open_table(TABLE).map_err(EngineError::other)?;
+                        let current = t
+                            .get(keys::META_REV)
+                            .map_err(EngineError::other)?
+                            .map(|v| Bytes::copy_from_slice(v.value()));
+                        let current = keys::decode_u64(keys::META_REV, current.as_ref())
+                            .map_err(EngineError::other)?;
+                        if floor > current {
+                            t.insert(keys::META_REV, keys::encode_u64(floor).as_ref())
+                                .map_err(EngineError::other)?;
+                        }
+                        drop(t);
+                        tracing::warn!(
+                            log = %path.display(),
+                            offset = damage.offset,
+                            first = dropped.first,
+                            last = dropped.last,
+                            records = dropped.records,
+                            bytes = dropped.bytes,
+                            revision = floor.max(current),
+                            "repair: dropped the damaged record of the write-ahead log and \
+                             every record after it; the store's revision continues after \
+                             the highest they held"
+                        );
+                        repaired = Some(Repaired {
+                            revision: floor.max(current),
+                            ..dropped
+                        });
                     }
                 }
                 w.commit().map_err(EngineError::other)?;
@@ -201,14 +381,15 @@ impl EmbeddedEngine {
                 Some(std::sync::Mutex::new(wal))
             }
         };
-        Ok(EmbeddedEngine {
+        let engine = EmbeddedEngine {
             inner: Arc::new(Inner {
                 db,
                 wal,
                 broken: AtomicBool::new(false),
             }),
             writer: Arc::new(Mutex::new(())),
-        })
+        };
+        Ok((engine, repaired))
     }
 
     fn read_table(&self) -> Result<ReadOnlyTable<&'static [u8], &'static [u8]>, EngineError> {
@@ -458,7 +639,8 @@ impl Inner {
     fn checkpoint(&self, wal: &mut Wal) -> Result<(), EngineError> {
         let w = self.db.begin_write().map_err(EngineError::other)?;
         w.commit().map_err(EngineError::other)?;
-        wal.clear().map_err(EngineError::other)
+        wal.clear();
+        Ok(())
     }
 }
 
@@ -580,12 +762,11 @@ mod tests {
         commit(&e, "k2", Some("v2")).await;
         commit(&e, "k3", Some(&"x".repeat(100_000))).await;
         copy(&a, &b, "store.wal");
-        let mut torn = std::fs::OpenOptions::new()
-            .append(true)
-            .open(b.join("store.wal"))
-            .unwrap();
-        std::io::Write::write_all(&mut torn, &[200, 0, 0, 0, 1, 2, 3, 4, 5]).unwrap();
-        drop(torn);
+        // A record torn over the end marker.
+        let mut torn = std::fs::read(b.join("store.wal")).unwrap();
+        torn.truncate(torn.len() - 8);
+        torn.extend_from_slice(&[200, 0, 0, 0, 1, 2, 3, 4, 5]);
+        std::fs::write(b.join("store.wal"), torn).unwrap();
 
         let recovered = open(&b);
         assert_eq!(read(&recovered, "k1").await, None);
@@ -649,7 +830,8 @@ mod tests {
         copy(&a, &b, "store.redb");
         let e = open(&a);
         commit(&e, "k", Some("v1")).await;
-        let first = std::fs::metadata(a.join("store.wal")).unwrap().len() as usize;
+        // Without its end marker, which the next record overwrites.
+        let first = std::fs::metadata(a.join("store.wal")).unwrap().len() as usize - 8;
         commit(&e, "k", Some("v2")).await;
         let log = std::fs::read(a.join("store.wal")).unwrap();
         std::fs::write(b.join("store.wal"), &log[first..]).unwrap();
@@ -660,6 +842,103 @@ mod tests {
             format!("{err:?}").contains("records are missing"),
             "{err:?}"
         );
+        drop(e);
+        std::fs::remove_dir_all(a.parent().unwrap()).unwrap();
+    }
+
+    /// Commits, crashes (the files copied while the engine is open, so the log is not
+    /// emptied) and returns the log's bytes with the offsets of its records.
+    async fn crashed_log(a: &Path, b: &Path, n: usize) -> (Vec<u8>, Vec<usize>) {
+        drop(open(a));
+        copy(a, b, "store.redb");
+        let e = open(a);
+        let mut offsets = Vec::new();
+        for i in 0..n {
+            offsets.push(std::fs::metadata(a.join("store.wal")).unwrap().len() as usize);
+            let mut t = e.begin().await.unwrap();
+            t.put(format!("k{i}").into(), Bytes::from("v"));
+            let rev = 100 + i as u64;
+            t.put(keys::META_REV.to_vec(), keys::encode_u64(rev));
+            t.commit().await.unwrap();
+        }
+        // Each append ends in an 8-byte end marker the next one overwrites.
+        let offsets = offsets.into_iter().map(|o| o.saturating_sub(8)).collect();
+        let log = std::fs::read(a.join("store.wal")).unwrap();
+        drop(e);
+        (log, offsets)
+    }
+
+    async fn rev(e: &EmbeddedEngine) -> u64 {
+        let v = e
+            .snapshot()
+            .await
+            .unwrap()
+            .get(keys::META_REV)
+            .await
+            .unwrap();
+        keys::decode_u64(keys::META_REV, v.as_ref()).unwrap()
+    }
+
+    /// ISSUE-24.1: a log with a damaged record before whole ones is refused, with the file,
+    /// offset and sequence number, and left as it was; `repair` then starts from the
+    /// records before the damage and moves the revision past every dropped record's, so
+    /// that no revision is handed out twice.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_damaged_log_is_refused_until_repaired() {
+        let (a, b) = dirs("wal-damaged");
+        let (mut log, offsets) = crashed_log(&a, &b, 6).await;
+        log[offsets[2] + 30] ^= 0x10;
+        std::fs::write(b.join("store.wal"), &log).unwrap();
+        let config = Config::at(b.join("store.redb"));
+        let err = EmbeddedEngine::open(&config).err().unwrap();
+        let EngineError::Other(inner) = &err else {
+            panic!("{err:?}")
+        };
+        let damaged = inner.downcast_ref::<DamagedLog>().unwrap();
+        let r = &damaged.0;
+        assert_eq!((r.offset, r.first, r.last), (offsets[2] as u64, 3, 6));
+        assert_eq!((r.records, r.whole), (4, 3));
+        let message = damaged.to_string();
+        for part in [
+            "store.wal",
+            "record 3",
+            &format!("offset {}", offsets[2]),
+            "wasmgate repair",
+        ] {
+            assert!(message.contains(part), "{message}");
+        }
+        // Refusing changed nothing: the same again.
+        assert_eq!(std::fs::read(b.join("store.wal")).unwrap(), log);
+        assert!(EmbeddedEngine::open(&config).is_err());
+
+        let repaired = EmbeddedEngine::repair(&config).unwrap().unwrap();
+        assert_eq!(
+            (repaired.first, repaired.last, repaired.revision),
+            (3, 6, 105)
+        );
+        let e = EmbeddedEngine::open(&config).unwrap();
+        assert_eq!(read(&e, "k1").await.as_deref(), Some("v"));
+        assert_eq!(read(&e, "k2").await, None, "the damaged record is dropped");
+        assert_eq!(read(&e, "k5").await, None, "and every record after it");
+        assert_eq!(rev(&e).await, 105, "past the dropped records' revisions");
+        drop(e);
+        assert_eq!(EmbeddedEngine::repair(&config).unwrap(), None);
+        std::fs::remove_dir_all(a.parent().unwrap()).unwrap();
+    }
+
+    /// ISSUE-24.1: a torn last record is cut off at open (it was never acknowledged), and
+    /// the records before it are applied.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_torn_last_record_is_cut_off() {
+        let (a, b) = dirs("wal-torn");
+        let (mut log, offsets) = crashed_log(&a, &b, 4).await;
+        let last = offsets[3];
+        log.truncate(last + 20);
+        std::fs::write(b.join("store.wal"), &log).unwrap();
+        let e = EmbeddedEngine::open_path(&b.join("store.redb")).unwrap();
+        assert_eq!(read(&e, "k2").await.as_deref(), Some("v"));
+        assert_eq!(read(&e, "k3").await, None);
+        assert_eq!(rev(&e).await, 102);
         drop(e);
         std::fs::remove_dir_all(a.parent().unwrap()).unwrap();
     }

@@ -125,6 +125,53 @@ async fn tikv_engine(_: &config::TikvConfig) -> anyhow::Result<Arc<dyn Engine>> 
     )
 }
 
+/// Opens the embedded store, saying what to do when it cannot be.
+fn open_embedded(
+    cfg: &wasmgate_storage_embedded::Config,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<EmbeddedEngine> {
+    EmbeddedEngine::open(cfg).map_err(|e| {
+        let damaged = matches!(&e, wasmgate_storage::EngineError::Other(inner)
+            if inner.is::<wasmgate_storage_embedded::DamagedLog>());
+        let hint = match &e {
+            _ if damaged => format!(
+                "the store cannot be opened as it is: stop here, or run `wasmgate repair \
+                 --data-dir {}` to accept the loss",
+                data_dir.display()
+            ),
+            wasmgate_storage::EngineError::Unavailable(_) => format!(
+                "opening {} (is another wasmgate using this data directory?)",
+                cfg.path.display()
+            ),
+            _ => format!("opening {}", cfg.path.display()),
+        };
+        anyhow::Error::new(e).context(hint)
+    })
+}
+
+/// Repairs the embedded store in `config`'s data directory, with the gateway stopped:
+/// a write-ahead log damaged before its end loses the damaged record and every one after
+/// it ([`EmbeddedEngine::repair`]). `None`: the store needed no repair.
+pub fn repair(config: &Config) -> anyhow::Result<Option<wasmgate_storage_embedded::Repaired>> {
+    let config::StorageConfig::Embedded { cache_mib } = &config.storage else {
+        anyhow::bail!("repair is for the embedded store (--storage embedded)");
+    };
+    let path = config.data_dir.join("store.redb");
+    if !path.exists() {
+        anyhow::bail!("there is no store at {}", path.display());
+    }
+    let cfg = wasmgate_storage_embedded::Config {
+        path: path.clone(),
+        cache_mib: *cache_mib,
+    };
+    EmbeddedEngine::repair(&cfg).with_context(|| {
+        format!(
+            "repairing {} (is a wasmgate still using this data directory?)",
+            path.display()
+        )
+    })
+}
+
 impl Gateway {
     /// Opens the store, builds the API server, ensures the PKI, binds the listeners,
     /// writes the admin kubeconfig, and starts serving. When this returns, the gateway
@@ -139,12 +186,7 @@ impl Gateway {
                     path: path.clone(),
                     cache_mib: *cache_mib,
                 };
-                Arc::new(EmbeddedEngine::open(&cfg).with_context(|| {
-                    format!(
-                        "opening {} (is another wasmgate using this data directory?)",
-                        path.display()
-                    )
-                })?)
+                Arc::new(open_embedded(&cfg, &config.data_dir)?)
             }
             config::StorageConfig::Memory => Arc::new(EmbeddedEngine::in_memory()?),
             config::StorageConfig::Tikv(t) => tikv_engine(t).await?,

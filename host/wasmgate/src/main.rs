@@ -37,6 +37,12 @@ enum Command {
     Serve(ServeArgs),
     /// Print the effective configuration (defaults < file < environment < flags) as YAML.
     Config(ServeArgs),
+    /// Repair the embedded store of a stopped gateway whose write-ahead log is damaged
+    /// before its end (the gateway refuses to start and says so): the records before the
+    /// damage are kept, the damaged record and every one after it are dropped (their
+    /// writes are lost; the count is printed), and resourceVersions continue after the
+    /// highest they held. Keep a copy of the data directory first.
+    Repair(ServeArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -206,16 +212,33 @@ fn main() -> anyhow::Result<()> {
             print!("{}", serde_saphyr::to_string(&c)?);
             Ok(())
         }
+        Command::Repair(args) => {
+            init_logging(&args);
+            let config = effective_config(&args)?;
+            match wasmgate::repair(&config)? {
+                None => println!(
+                    "{}: the write-ahead log is not damaged; nothing was dropped",
+                    config.data_dir.display()
+                ),
+                Some(r) => println!(
+                    "repaired {}: dropped records {}..={} of {} from offset {} ({} records, \
+                     {} bytes; {} of them whole, whose writes are lost); resourceVersions \
+                     continue after {}",
+                    config.data_dir.display(),
+                    r.first,
+                    r.last,
+                    r.log.display(),
+                    r.offset,
+                    r.records,
+                    r.bytes,
+                    r.whole,
+                    r.revision
+                ),
+            }
+            Ok(())
+        }
         Command::Serve(args) => {
-            let filter = args
-                .log
-                .clone()
-                .or_else(|| std::env::var("RUST_LOG").ok())
-                .unwrap_or_else(|| "info".into());
-            tracing_subscriber::fmt()
-                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-                .with_writer(std::io::stderr)
-                .init();
+            init_logging(&args);
             let config = effective_config(&args)?;
             let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
             tokio::runtime::Builder::new_multi_thread()
@@ -224,6 +247,18 @@ fn main() -> anyhow::Result<()> {
                 .block_on(run(config))
         }
     }
+}
+
+fn init_logging(args: &ServeArgs) {
+    let filter = args
+        .log
+        .clone()
+        .or_else(|| std::env::var("RUST_LOG").ok())
+        .unwrap_or_else(|| "info".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 async fn run(config: Config) -> anyhow::Result<()> {
