@@ -48,6 +48,18 @@ def main(kubeconfig, crd_path):
     except ApiException as e:
         check("stale update is 409 Conflict", e.status == 409 and '"reason":"Conflict"' in e.body.replace(" ", ""), e.body)
 
+    # 2b. The JSON patch kube-runtime's finalizer() sends for an object without
+    # finalizers: test of null on a missing member, then add (ISSUE-24.6, PATCH-02).
+    patched = core.patch_namespaced_config_map("from-model", NS, body=[
+        {"op": "test", "path": "/metadata/finalizers", "value": None},
+        {"op": "add", "path": "/metadata/finalizers", "value": ["py.example.com/cleanup"]},
+    ])
+    check("json patch test of null on a missing member", patched.metadata.finalizers == ["py.example.com/cleanup"], patched.metadata)
+    core.patch_namespaced_config_map("from-model", NS, body=[
+        {"op": "test", "path": "/metadata/finalizers/0", "value": "py.example.com/cleanup"},
+        {"op": "remove", "path": "/metadata/finalizers/0"},
+    ])
+
     # 3. A paged list: every object once, all pages at one resourceVersion.
     for i in range(7):
         core.create_namespaced_config_map(NS, body={"metadata": {"name": f"paged-{i}", "labels": {"py": "paged"}}})

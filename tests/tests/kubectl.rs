@@ -490,6 +490,47 @@ fn delete_waits_for_finalizer() {
     );
 }
 
+/// ISSUE-24.6, PATCH-02: the JSON patches kube-runtime's `finalizer()` sends, through
+/// kubectl: `test` of `null` on an object without finalizers then `add` (evanphx v4
+/// accepts it), `test` of the list then an append, `test` of the entry then its removal;
+/// a `test` that no longer holds (another writer got there first) is 422.
+#[test]
+fn kube_runtime_finalizer_patches() {
+    let gw = start();
+    gw.kubectl_ok(&["create", "configmap", "ctl"]);
+    let patch = |p: &str| gw.kubectl_ok(&["patch", "cm", "ctl", "--type=json", "-p", p]);
+    let finalizers =
+        || gw.kubectl_ok(&["get", "cm", "ctl", "-o", "jsonpath={.metadata.finalizers}"]);
+    assert_eq!(
+        patch(
+            r#"[{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["a.example.com/cleanup"]}]"#
+        ),
+        "configmap/ctl patched\n"
+    );
+    assert_eq!(finalizers(), r#"["a.example.com/cleanup"]"#);
+    patch(
+        r#"[{"op":"test","path":"/metadata/finalizers","value":["a.example.com/cleanup"]},{"op":"add","path":"/metadata/finalizers/-","value":"b.example.com/cleanup"}]"#,
+    );
+    assert_eq!(
+        finalizers(),
+        r#"["a.example.com/cleanup","b.example.com/cleanup"]"#
+    );
+    // The first one's test of null no longer holds.
+    let err = gw.kubectl_err(&[
+        "patch",
+        "cm",
+        "ctl",
+        "--type=json",
+        "-p",
+        r#"[{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["c.example.com/cleanup"]}]"#,
+    ]);
+    assert_contains(&err, &["testing value /metadata/finalizers failed"]);
+    patch(
+        r#"[{"op":"test","path":"/metadata/finalizers/0","value":"a.example.com/cleanup"},{"op":"remove","path":"/metadata/finalizers/0"}]"#,
+    );
+    assert_eq!(finalizers(), r#"["b.example.com/cleanup"]"#);
+}
+
 /// `kubectl wait --for=delete` ends with "condition met" on the DELETED event of an
 /// informer-style watch, and a missing object satisfies it at once (GAP-02, wire §7).
 #[test]

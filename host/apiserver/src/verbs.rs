@@ -9,6 +9,7 @@ mod create;
 mod delete;
 mod delete_collection;
 mod get;
+mod jsonpatch;
 mod list;
 mod list_stream;
 mod patch;

@@ -5,7 +5,6 @@
 
 use bytes::Bytes;
 use http::{Response, StatusCode, header};
-use serde::Deserialize;
 use serde_json::Value;
 use wasmgate_apimachinery::media::{self, PatchType};
 use wasmgate_apimachinery::options::WriteOptions;
@@ -13,6 +12,7 @@ use wasmgate_apimachinery::status::Status;
 use wasmgate_apimachinery::strategic_merge::{self, SmpError};
 
 use super::Ctx;
+use super::jsonpatch::JsonPatch;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::handler::header_str;
@@ -39,11 +39,8 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
     }
     let patch: Value = serde_json::from_slice(&body)
         .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
-    let json_patch: Option<json_patch::Patch> = match ty {
-        PatchType::Json => Some(
-            json_patch::Patch::deserialize(&patch)
-                .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?,
-        ),
+    let json_patch: Option<JsonPatch> = match ty {
+        PatchType::Json => Some(JsonPatch::decode(&patch).map_err(Status::bad_request)?),
         _ => {
             if !patch.is_object() {
                 return Err(Status::bad_request(
@@ -63,7 +60,7 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
             let mut new = match (ty, &json_patch) {
                 (PatchType::Json, Some(p)) => {
                     let mut doc = current.clone();
-                    apply_json_patch(&mut doc, p, ctx.inner.options.max_request_body_bytes)?;
+                    p.apply(&mut doc, ctx.inner.options.max_request_body_bytes)?;
                     doc
                 }
                 (PatchType::Merge, _) => {
@@ -83,56 +80,6 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
     warnings.dedup();
     ctx.warnings.extend(warnings);
     ctx.respond_object(StatusCode::OK, out).await
-}
-
-/// Most operations in one JSON patch (kube-apiserver's limit).
-const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
-
-/// Applies a JSON patch (`PATCH-02`) to a copy of an object, bounded as kube-apiserver
-/// bounds it: at most 10,000 operations, and `copy` operations may copy at most
-/// `max_copy_bytes` in total (otherwise a small patch could double the object again and
-/// again). A failed `test` or a bad path is 422.
-pub(super) fn apply_json_patch(
-    doc: &mut Value,
-    patch: &json_patch::Patch,
-    max_copy_bytes: usize,
-) -> ApiResult<()> {
-    if patch.0.len() > MAX_JSON_PATCH_OPERATIONS {
-        return Err(Status::failure(
-            413,
-            "RequestEntityTooLarge",
-            format!(
-                "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
-                patch.0.len()
-            ),
-        )
-        .into());
-    }
-    let mut copied = 0usize;
-    for op in &patch.0 {
-        if let json_patch::PatchOperation::Copy(c) = op {
-            let size = doc
-                .pointer(c.from.as_str())
-                .map_or(0, |v| serde_json::to_vec(v).map_or(0, |b| b.len()));
-            copied = copied.saturating_add(size);
-            if copied > max_copy_bytes {
-                return Err(Status::failure(
-                    413,
-                    "RequestEntityTooLarge",
-                    format!("The allowed accumulated copy size of {max_copy_bytes} bytes is exceeded by this JSON patch"),
-                )
-                .into());
-            }
-        }
-        json_patch::patch(doc, std::slice::from_ref(op)).map_err(|e| {
-            ApiError::from(Status::failure(
-                422,
-                "Invalid",
-                format!("the server rejected our request due to an error in our request: {e}"),
-            ))
-        })?;
-    }
-    Ok(())
 }
 
 /// Whether a patch sets `metadata.resourceVersion` (then a precondition, `UPD-02`).

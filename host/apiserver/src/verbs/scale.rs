@@ -3,7 +3,6 @@
 
 use bytes::Bytes;
 use http::{Response, StatusCode, header};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use wasmgate_apimachinery::json as wjson;
 use wasmgate_apimachinery::media::{self, Output, PatchType};
@@ -42,10 +41,8 @@ pub(super) async fn scale(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
                 .map_err(|e| Status::bad_request(format!("error decoding patch: {e}")))?;
             // Decoded once; a bad JSON patch is reported where it is applied (after the
             // object is read: a missing object is 404 first).
-            let json_patch = (ty == PatchType::Json).then(|| {
-                json_patch::Patch::deserialize(&patch)
-                    .map_err(|e| format!("error decoding patch: {e}"))
-            });
+            let json_patch =
+                (ty == PatchType::Json).then(|| super::jsonpatch::JsonPatch::decode(&patch));
             write(ctx, &spec, &name, |current| {
                 let mut doc = current.clone();
                 match ty {
@@ -54,7 +51,7 @@ pub(super) async fn scale(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
                             let p = p
                                 .as_ref()
                                 .map_err(|e| ApiError::from(Status::bad_request(e.clone())))?;
-                            super::patch::apply_json_patch(&mut doc, p, ctx_limit)?;
+                            p.apply(&mut doc, ctx_limit)?;
                         }
                     }
                     // A Scale has no lists: strategic merge is a merge patch here.
