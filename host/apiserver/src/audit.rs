@@ -4,16 +4,25 @@
 //! everything). Secret values are never logged: requests for `secrets` and for
 //! `serviceaccounts/token` are logged at `Metadata` at most, whatever the policy says.
 //!
+//! `sourceIPs` is the client's address, after the `X-Forwarded-For` entries and
+//! `X-Real-Ip` only when the client is a configured trusted front proxy (kube records them
+//! from anyone). A failure's `responseStatus` carries its `reason` and `message`; the
+//! authorizer's decision is in the `authorization.k8s.io/decision` and
+//! `authorization.k8s.io/reason` annotations, as kube's authorization filter leaves them.
+//!
 //! Partial: only the `ResponseComplete` stage (no `RequestReceived`, `ResponseStarted`,
-//! `Panic`), no `sourceIPs`, no webhook backend; response bodies of lists and watches are
-//! not logged (`RequestResponse` logs the request object for them).
+//! `Panic`), no webhook backend; response bodies of lists and watches are not logged
+//! (`RequestResponse` logs the request object for them).
 
 use std::io::Write as _;
+use std::net::IpAddr;
 use std::path::Path;
 
+use http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use wasmgate_apimachinery::request_info::RequestInfo;
+use wasmgate_apimachinery::status::Status;
 
 use crate::User;
 
@@ -177,6 +186,8 @@ pub(crate) struct Request<'a> {
     pub(crate) user_agent: Option<&'a str>,
     pub(crate) info: Option<RequestInfo>,
     pub(crate) received: time::OffsetDateTime,
+    /// Where the request came from (`sourceIPs`).
+    pub(crate) source_ips: Vec<String>,
 }
 
 /// The audit log: a policy, and the thread that appends the events to the file (a slow
@@ -185,6 +196,8 @@ pub(crate) struct Request<'a> {
 pub struct Log {
     policy: Policy,
     lines: std::sync::mpsc::Sender<String>,
+    /// Front proxies whose `X-Forwarded-For` and `X-Real-Ip` are believed.
+    trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 impl Log {
@@ -214,7 +227,54 @@ impl Log {
                 }
             })
             .map_err(|e| format!("starting the audit log writer: {e}"))?;
-        Ok(Log { policy, lines: tx })
+        Ok(Log {
+            policy,
+            lines: tx,
+            trusted_proxies: Vec::new(),
+        })
+    }
+
+    /// Believes the `X-Forwarded-For` and `X-Real-Ip` headers of requests from these
+    /// addresses (IPs or CIDRs, e.g. `10.0.0.7`, `10.0.0.0/8`): their entries come first
+    /// in `sourceIPs`, as kube records them.
+    pub fn trust_proxies(mut self, proxies: &[String]) -> Result<Log, String> {
+        for p in proxies {
+            let net = p
+                .parse::<ipnet::IpNet>()
+                .or_else(|_| p.parse::<IpAddr>().map(ipnet::IpNet::from))
+                .map_err(|_| format!("trusted proxy {p:?} is neither an IP address nor a CIDR"))?;
+            self.trusted_proxies.push(net);
+        }
+        Ok(self)
+    }
+
+    /// The `sourceIPs` of a request from `peer` (kube's order: `X-Forwarded-For` entries,
+    /// then `X-Real-Ip`, then the peer, each once) — the headers only from a trusted proxy.
+    pub(crate) fn source_ips(&self, peer: Option<IpAddr>, headers: &HeaderMap) -> Vec<String> {
+        let Some(peer) = peer.map(|p| p.to_canonical()) else {
+            return Vec::new();
+        };
+        let mut ips: Vec<IpAddr> = Vec::new();
+        if self.trusted_proxies.iter().any(|n| n.contains(&peer)) {
+            let forwarded = headers
+                .get_all("x-forwarded-for")
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(','));
+            let real = headers.get("x-real-ip").and_then(|v| v.to_str().ok());
+            for ip in forwarded
+                .chain(real)
+                .filter_map(|v| v.trim().parse::<IpAddr>().ok())
+            {
+                if !ips.contains(&ip) {
+                    ips.push(ip);
+                }
+            }
+        }
+        if !ips.contains(&peer) {
+            ips.push(peer);
+        }
+        ips.iter().map(IpAddr::to_string).collect()
     }
 
     /// The level of a request, with secrets capped at `Metadata`.
@@ -236,6 +296,7 @@ impl Log {
         r: &Request<'_>,
         level: Level,
         code: u16,
+        failure: Option<&Status>,
         request_object: Option<Value>,
         response_object: Option<Value>,
         annotations: &[(String, String)],
@@ -256,11 +317,22 @@ impl Log {
             "requestURI": r.uri,
             "verb": r.verb,
             "user": {"username": r.user.name, "groups": crate::rbac::groups_of(r.user).collect::<Vec<_>>()},
-            "sourceIPs": [],
+            "sourceIPs": r.source_ips,
             "responseStatus": {"metadata": {}, "code": code},
             "requestReceivedTimestamp": fmt(r.received),
             "stageTimestamp": fmt(time::OffsetDateTime::now_utc()),
         });
+        // kube's `ResponseStatus` of a failure: its status, reason and message.
+        if let Some(st) = failure {
+            let rs = &mut event["responseStatus"];
+            rs["status"] = json!("Failure");
+            if !st.message.is_empty() {
+                rs["message"] = json!(st.message);
+            }
+            if !st.reason.is_empty() {
+                rs["reason"] = json!(st.reason);
+            }
+        }
         if let Some(ua) = r.user_agent {
             event["userAgent"] = json!(ua);
         }
@@ -315,7 +387,13 @@ impl Log {
 
     /// An event for a request whose credentials were refused (no user; the policy's
     /// `Metadata` level, as kube logs them).
-    pub(crate) fn failed_authentication(&self, uri: &str, method: &str, code: u16) {
+    pub(crate) fn failed_authentication(
+        &self,
+        uri: &str,
+        method: &str,
+        code: u16,
+        source_ips: &[String],
+    ) {
         let now = time::OffsetDateTime::now_utc()
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default();
@@ -328,8 +406,8 @@ impl Log {
             "requestURI": uri,
             "verb": method.to_ascii_lowercase(),
             "user": {},
-            "sourceIPs": [],
-            "responseStatus": {"metadata": {}, "status": "Failure", "reason": "Unauthorized", "code": code},
+            "sourceIPs": source_ips,
+            "responseStatus": {"metadata": {}, "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized", "code": code},
             "requestReceivedTimestamp": now,
             "stageTimestamp": now,
         }));
@@ -381,6 +459,7 @@ mod tests {
             user_agent: None,
             info,
             received: time::OffsetDateTime::now_utc(),
+            source_ips: Vec::new(),
         }
     }
 
@@ -439,5 +518,33 @@ mod tests {
             Level::Metadata
         );
         assert!(Policy::parse("kind: Other").is_err());
+    }
+
+    /// ISSUE-24.4: `sourceIPs` is the peer, after the forwarded addresses only when the
+    /// peer is a trusted proxy; a bad proxy entry is refused.
+    #[test]
+    fn source_ips_trust_only_configured_proxies() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::open(&dir.path().join("a.log"), Policy::default())
+            .unwrap()
+            .trust_proxies(&["10.0.0.0/8".into(), "192.168.1.5".into()])
+            .unwrap();
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", "203.0.113.9, 10.1.2.3".parse().unwrap());
+        h.insert("x-real-ip", "203.0.113.9".parse().unwrap());
+        let ip = |s: &str| Some(s.parse::<IpAddr>().unwrap());
+        assert_eq!(
+            log.source_ips(ip("10.9.9.9"), &h),
+            ["203.0.113.9", "10.1.2.3", "10.9.9.9"]
+        );
+        assert_eq!(
+            log.source_ips(ip("192.168.1.5"), &h),
+            ["203.0.113.9", "10.1.2.3", "192.168.1.5"]
+        );
+        assert_eq!(log.source_ips(ip("198.51.100.1"), &h), ["198.51.100.1"]);
+        assert_eq!(log.source_ips(ip("::ffff:127.0.0.1"), &h), ["127.0.0.1"]);
+        assert!(log.source_ips(None, &h).is_empty());
+        let again = Log::open(&dir.path().join("b.log"), Policy::default()).unwrap();
+        assert!(again.trust_proxies(&["nonsense".into()]).is_err());
     }
 }

@@ -55,6 +55,7 @@ mod reviews;
 pub mod sa_token;
 pub mod serve;
 mod stack;
+mod unauthenticated;
 mod verbs;
 mod version;
 mod webhooks;

@@ -1,12 +1,15 @@
 //! Serving: the accept loop, TLS with client-certificate authentication, HTTP/1.1 and
 //! HTTP/2 on one port, connection limits, and graceful shutdown.
 //!
-//! Connections are bounded in time and number, so idle or slow clients cannot hold the
-//! server's file descriptors: the TLS handshake and each request's headers must arrive
-//! within `header_read_timeout`; a connection with no request in flight for
-//! `idle_timeout` is closed; connections that have not authenticated (handshaking, or
-//! without a client certificate) are capped at `max_unauthenticated_connections`, past
-//! which new ones are closed at once. A plain-HTTP request to the TLS port gets Go's
+//! Connections are bounded in time, so idle or slow clients cannot hold the server's
+//! file descriptors: a connection must complete its TLS handshake and its first request's
+//! headers within `header_read_timeout` of being accepted (whatever it is doing, it is
+//! closed then), and every later request's headers within that time too; a connection
+//! with no request in flight for `idle_timeout` is closed. Connections that have not
+//! authenticated (no client certificate, no request with a valid bearer token yet) are
+//! kept in a pool of at most `max_unauthenticated_connections` idle ones: past it the
+//! oldest idle one is closed to make room, and a newcomer is never refused
+//! ([`crate::unauthenticated`]). A plain-HTTP request to the TLS port gets Go's
 //! `400 Client sent an HTTP request to an HTTPS server.`, as kube-apiserver answers.
 //!
 //! Shutdown, in order: stop accepting; mark the server shutting down (readyz fails, every
@@ -28,11 +31,12 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
 use crate::body::Body;
 use crate::error_body_io::ErrorBodyIo;
+use crate::unauthenticated::{Leave, Member, Phase, Pool};
 use crate::{ApiServer, User, authn_x509};
 
 /// How to serve.
@@ -45,12 +49,14 @@ pub struct ServeOptions {
     pub unauthenticated_user: Option<User>,
     /// How long in-flight requests may take to finish at shutdown.
     pub drain_timeout: Duration,
-    /// How long a client may take for the TLS handshake, and for each request's headers.
+    /// How long a client may take for the TLS handshake and its first request (from the
+    /// moment it is accepted), and for each later request's headers.
     pub header_read_timeout: Duration,
     /// How long a connection may stay open with no request in flight.
     pub idle_timeout: Duration,
-    /// Most connections at once that have not authenticated with a client certificate
-    /// (still handshaking, or anonymous). Only on the TLS listener.
+    /// Most idle connections kept at once that have not authenticated (no client
+    /// certificate, no request with a valid token yet); past it the oldest idle one is
+    /// closed for a newcomer. Only on the TLS listener.
     pub max_unauthenticated_connections: usize,
 }
 
@@ -166,7 +172,7 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .max_concurrent_streams(1000);
     let acceptor = options.tls.clone().map(tokio_rustls::TlsAcceptor::from);
-    let unauthenticated = Arc::new(Semaphore::new(options.max_unauthenticated_connections));
+    let unauthenticated = Pool::new(options.max_unauthenticated_connections);
     let live = Arc::new(Live::default());
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut accept_errors = Throttled::new();
@@ -193,44 +199,39 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
-        let permit = match &acceptor {
-            Some(_) => match unauthenticated.clone().try_acquire_owned() {
-                Ok(p) => Some(p),
-                Err(_) => {
-                    if let Some(suppressed) = refused.tick() {
-                        tracing::warn!(%peer, suppressed, "too many unauthenticated connections: closing new ones");
-                    }
-                    drop(stream);
-                    continue;
-                }
-            },
-            None => None,
-        };
+        let activity = Arc::new(Activity::new());
+        let member = acceptor.as_ref().map(|_| {
+            let shed = unauthenticated.shed_count();
+            let member = unauthenticated.join(activity.in_flight.clone());
+            if unauthenticated.shed_count() != shed
+                && let Some(suppressed) = refused.tick()
+            {
+                tracing::warn!(
+                    %peer,
+                    suppressed,
+                    "too many unauthenticated connections: closed the oldest idle one"
+                );
+            }
+            member
+        });
         let _ = stream.set_nodelay(true);
         let conn = Conn {
             server: server.clone(),
             builder: builder.clone(),
             stop: stop_rx.clone(),
             idle_timeout: options.idle_timeout,
+            deadline: Instant::now() + options.header_read_timeout,
+            activity,
+            peer,
+            member: member.clone(),
             _live: LiveGuard::new(&live),
         };
         let acceptor = acceptor.clone();
         let fallback_user = options.unauthenticated_user.clone();
-        let handshake_timeout = options.header_read_timeout;
         tokio::spawn(async move {
+            let _leave = member.map(Leave);
             match acceptor {
-                Some(acceptor) => {
-                    tls_connection(
-                        conn,
-                        acceptor,
-                        stream,
-                        peer,
-                        fallback_user,
-                        handshake_timeout,
-                        permit,
-                    )
-                    .await
-                }
+                Some(acceptor) => tls_connection(conn, acceptor, stream, fallback_user).await,
                 None => {
                     conn.serve(TokioIo::new(ErrorBodyIo::new(stream)), fallback_user)
                         .await
@@ -275,14 +276,27 @@ async fn tls_connection(
     conn: Conn,
     acceptor: tokio_rustls::TlsAcceptor,
     mut stream: TcpStream,
-    peer: std::net::SocketAddr,
     fallback_user: Option<User>,
-    handshake_timeout: Duration,
-    permit: Option<OwnedSemaphorePermit>,
 ) {
-    let deadline = Instant::now() + handshake_timeout;
+    let (deadline, peer) = (conn.deadline, conn.peer);
+    let member = conn.member.clone();
+    // Closed to make room while it has sent nothing: it ends here.
+    let shed = async {
+        match &member {
+            Some(m) => m.shed().await,
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::pin!(shed);
     let mut head = [0u8; 5];
-    if let Ok(Ok(5)) = tokio::time::timeout_at(deadline, stream.peek(&mut head)).await
+    let peeked = tokio::select! {
+        r = tokio::time::timeout_at(deadline, stream.peek(&mut head)) => r,
+        () = &mut shed => return,
+    };
+    if let Some(m) = &member {
+        m.set_phase(Phase::Handshaking);
+    }
+    if let Ok(Ok(5)) = peeked
         && looks_like_http(&head)
     {
         let _ = stream.write_all(HTTP_ON_HTTPS).await;
@@ -294,7 +308,8 @@ async fn tls_connection(
         let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
         return;
     }
-    let tls = match tokio::time::timeout_at(deadline, acceptor.accept(stream)).await {
+    let handshake = tokio::time::timeout_at(deadline, acceptor.accept(stream));
+    let tls = match handshake.await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             tracing::debug!(%peer, error = %e, "TLS handshake failed");
@@ -312,18 +327,36 @@ async fn tls_connection(
         .and_then(|certs| certs.first())
         .and_then(|c| authn_x509::user_from_client_cert(c.as_ref()))
         .map(|(name, groups)| User { name, groups });
-    // An authenticated connection no longer counts against the cap (the permit goes
-    // now, not when the connection ends: long-lived watches of authenticated clients
-    // held it, and past the cap every new connection was refused).
-    let _permit = match user {
-        Some(_) => {
-            drop(permit);
-            None
+    // A connection with a client certificate has authenticated: it leaves the pool of
+    // unauthenticated ones now, not when it ends.
+    if let Some(m) = &member {
+        m.set_phase(Phase::Established);
+        if user.is_some() {
+            m.leave();
         }
-        None => permit,
-    };
+    }
     conn.serve(TokioIo::new(ErrorBodyIo::new(tls)), user.or(fallback_user))
         .await;
+}
+
+/// What a request may learn of its connection (a request extension).
+#[derive(Clone)]
+pub(crate) struct ConnInfo {
+    /// The client's address.
+    pub(crate) peer: std::net::SocketAddr,
+    /// Its place among the unauthenticated connections, while it has one.
+    member: Option<Arc<Member>>,
+}
+
+impl ConnInfo {
+    /// A request on the connection authenticated: it is no longer an unauthenticated
+    /// connection (a client with a bearer token holds its connections as one with a
+    /// certificate does).
+    pub(crate) fn authenticated(&self) {
+        if let Some(m) = &self.member {
+            m.leave();
+        }
+    }
 }
 
 /// One accepted connection.
@@ -332,6 +365,13 @@ struct Conn {
     builder: auto::Builder<TokioExecutor>,
     stop: watch::Receiver<bool>,
     idle_timeout: Duration,
+    /// When the TLS handshake and the first request must be complete.
+    deadline: Instant,
+    /// Its requests in flight.
+    activity: Arc<Activity>,
+    peer: std::net::SocketAddr,
+    /// Its place among the unauthenticated connections (TLS listener only).
+    member: Option<Arc<Member>>,
     _live: LiveGuard,
 }
 
@@ -342,13 +382,18 @@ impl Conn {
     where
         I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
-        let activity = Arc::new(Activity::new());
+        let activity = self.activity.clone();
         let server = self.server.clone();
         let act = activity.clone();
-        let service = service_fn(move |req| {
+        let info = ConnInfo {
+            peer: self.peer,
+            member: self.member.clone(),
+        };
+        let service = service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
             let server = server.clone();
             let user = user.clone();
             let guard = Activity::start(&act);
+            req.extensions_mut().insert(info.clone());
             async move {
                 let resp = server.handle(req, user).await;
                 Ok::<_, Infallible>(resp.map(|inner| TrackedBody {
@@ -367,6 +412,18 @@ impl Conn {
         tokio::pin!(stopped);
         let idle_check = tokio::time::sleep(self.idle_timeout);
         tokio::pin!(idle_check);
+        // The first request must have arrived by the deadline, whatever the connection is
+        // doing (an idle TLS connection, headers or an HTTP/2 preface trickling in).
+        let first_request = tokio::time::sleep_until(self.deadline);
+        tokio::pin!(first_request);
+        let member = self.member.clone();
+        let shed = async {
+            match &member {
+                Some(m) => m.shed().await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::pin!(shed);
         let mut closing = false;
         loop {
             tokio::select! {
@@ -378,6 +435,14 @@ impl Conn {
                     return;
                 }
                 _ = &mut stopped, if !closing => {
+                    conn.as_mut().graceful_shutdown();
+                    closing = true;
+                }
+                () = &mut first_request, if !activity.started() => {
+                    tracing::debug!(peer = %self.peer, "no request within the header read timeout: closed");
+                    return;
+                }
+                () = &mut shed, if !closing => {
                     conn.as_mut().graceful_shutdown();
                     closing = true;
                 }
@@ -403,7 +468,10 @@ impl Conn {
 /// Requests in flight on a connection (a response counts until its body has been sent or
 /// dropped, so a long watch is not idle), and when the last one ended.
 struct Activity {
-    in_flight: AtomicUsize,
+    /// Shared with the connection's place among the unauthenticated ones.
+    in_flight: Arc<AtomicUsize>,
+    /// Whether a request has arrived.
+    started: std::sync::atomic::AtomicBool,
     /// When the connection opened; `last` counts from it.
     opened: Instant,
     /// Milliseconds after `opened` when the last request ended (atomic: every request
@@ -414,7 +482,8 @@ struct Activity {
 impl Activity {
     fn new() -> Activity {
         Activity {
-            in_flight: AtomicUsize::new(0),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            started: std::sync::atomic::AtomicBool::new(false),
             opened: Instant::now(),
             last: AtomicU64::new(0),
         }
@@ -422,7 +491,13 @@ impl Activity {
 
     fn start(this: &Arc<Activity>) -> ActivityGuard {
         this.in_flight.fetch_add(1, Ordering::AcqRel);
+        this.started.store(true, Ordering::Release);
         ActivityGuard(this.clone())
+    }
+
+    /// Whether a request has arrived on the connection.
+    fn started(&self) -> bool {
+        self.started.load(Ordering::Acquire)
     }
 
     /// How long nothing has been in flight; `None` while something is.

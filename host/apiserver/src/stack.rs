@@ -262,17 +262,32 @@ where
                     &req.uri().to_string(),
                     req.method().as_str(),
                     e.status.code,
+                    &log.source_ips(peer_ip(&req), req.headers()),
                 );
             }
             return Err(e);
         }
     };
     call.user = match user {
-        Some(u) => u,
+        Some(u) => {
+            // The connection carried an authenticated request: it no longer counts as
+            // an unauthenticated one.
+            if let Some(conn) = req.extensions().get::<crate::serve::ConnInfo>() {
+                conn.authenticated();
+            }
+            u
+        }
         None if is_public(&call.path) => anonymous(),
         None => return Err(Status::failure(401, "Unauthorized", "Unauthorized").into()),
     };
     audit(inner, call, req).await
+}
+
+/// The address of the client a request came from, when it came over a connection.
+fn peer_ip<B>(req: &Request<B>) -> Option<std::net::IpAddr> {
+    req.extensions()
+        .get::<crate::serve::ConnInfo>()
+        .map(|c| c.peer.ip())
 }
 
 /// The user of a request without a client certificate that presents a bearer token
@@ -337,6 +352,7 @@ where
     let uri = req.uri().to_string();
     let user = call.user.clone();
     let user_agent = header_str(req.headers(), header::USER_AGENT).map(str::to_owned);
+    let source_ips = log.source_ips(peer_ip(&req), req.headers());
     let level = {
         let record = audit::Request {
             user: &user,
@@ -347,6 +363,7 @@ where
             user_agent: user_agent.as_deref(),
             info: call.info.clone().ok(),
             received,
+            source_ips: Vec::new(),
         };
         log.level(&record)
     };
@@ -383,9 +400,9 @@ where
         }
         other => (other, None),
     };
-    let code = match &result {
-        Ok(r) => r.status().as_u16(),
-        Err(e) => e.status.code,
+    let (code, failure) = match &result {
+        Ok(r) => (r.status().as_u16(), None),
+        Err(e) => (e.status.code, Some(&*e.status)),
     };
     let record = audit::Request {
         user: &user,
@@ -396,11 +413,13 @@ where
         user_agent: user_agent.as_deref(),
         info: call.info.clone().ok(),
         received,
+        source_ips,
     };
     log.write(
         &record,
         level,
         code,
+        failure,
         request_object,
         response_object,
         &call.audit_annotations,
@@ -566,8 +585,38 @@ async fn authorize<B>(
 where
     B: crate::body::RequestBody,
 {
-    if let Some((verb, attrs)) = attributes(call) {
-        check_access(inner, &call.user, &verb, attrs, &call.path)?;
+    if let Some((verb, resource)) = attributes(call) {
+        if inner.options.audit.is_some() {
+            // The decision and its reason for the audit event, as kube's authorization
+            // filter records them (a refusal here reads apart from an impersonation's).
+            let a = rbac::Attributes {
+                user: &call.user,
+                verb,
+                resource,
+                path: call.path.clone(),
+            };
+            let decision = rbac::decide(inner, &a);
+            let verdict = if decision.is_some() {
+                "allow"
+            } else {
+                "forbid"
+            };
+            call.audit_annotations.extend([
+                (
+                    "authorization.k8s.io/decision".to_owned(),
+                    verdict.to_owned(),
+                ),
+                (
+                    "authorization.k8s.io/reason".to_owned(),
+                    decision.clone().unwrap_or_default(),
+                ),
+            ]);
+            if decision.is_none() {
+                return Err(rbac::forbidden(&a));
+            }
+        } else {
+            check_access(inner, &call.user, &verb, resource, &call.path)?;
+        }
     }
     let compressible = compressible(call, req.headers());
     let resp = handler::route(inner, call, req).await?;

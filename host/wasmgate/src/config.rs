@@ -47,6 +47,10 @@ pub struct Config {
     pub audit_log_path: Option<PathBuf>,
     /// The audit policy (`audit.k8s.io/v1` Policy); none: every request at `Metadata`.
     pub audit_policy_file: Option<PathBuf>,
+    /// Front proxies (IP addresses or CIDRs) whose `X-Forwarded-For` and `X-Real-Ip`
+    /// headers the audit log believes: their entries come first in an event's
+    /// `sourceIPs`. From anyone else only the connection's address is recorded.
+    pub trusted_proxies: Vec<String>,
     /// Encryption at rest: an `apiserver.config.k8s.io/v1` `EncryptionConfiguration`
     /// (kube-apiserver's `--encryption-provider-config`; `aesgcm` and `identity`).
     pub encryption_provider_config: Option<PathBuf>,
@@ -71,6 +75,7 @@ impl Default for Config {
             token_auth_file: None,
             audit_log_path: None,
             audit_policy_file: None,
+            trusted_proxies: Vec::new(),
             encryption_provider_config: None,
             limits: Limits::default(),
         }

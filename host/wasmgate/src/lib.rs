@@ -245,6 +245,7 @@ impl Gateway {
                     None => wasmgate_apiserver::audit::Policy::default(),
                 };
                 let log = wasmgate_apiserver::audit::Log::open(path, policy)
+                    .and_then(|log| log.trust_proxies(&config.trusted_proxies))
                     .map_err(|e| anyhow::anyhow!("{e}"))?;
                 Some(std::sync::Arc::new(log))
             }
