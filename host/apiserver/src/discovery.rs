@@ -220,12 +220,14 @@ mod tests {
             .map(|i| i["metadata"]["name"].as_str().unwrap())
             .collect();
         assert_eq!(
-            names[..4],
+            names,
             [
                 "admissionregistration.k8s.io",
                 "apiextensions.k8s.io",
                 "apiregistration.k8s.io",
-                "coordination.k8s.io"
+                "coordination.k8s.io",
+                "events.k8s.io",
+                "rbac.authorization.k8s.io",
             ]
         );
         let list = api_resource_list(&cat, "", "v1").unwrap();

@@ -40,6 +40,7 @@ fn generate_definitions() -> Map<String, Value> {
     generator.subschema_for::<Namespace>();
     generator.subschema_for::<ServiceAccount>();
     generator.subschema_for::<Event>();
+    generator.subschema_for::<k8s_openapi::api::events::v1::Event>();
     generator.subschema_for::<Lease>();
     generator.subschema_for::<Role>();
     generator.subschema_for::<RoleBinding>();
