@@ -13,6 +13,7 @@
 //! * `namespaces`: the namespace controller (content deletion, then finalization).
 //! * `events`: the validation of Events in both groups (`events.k8s.io/v1` is a view of the
 //!   core Events; the conversion is `wasmgate_apimachinery::events`).
+//! * `reviews`: the create-only reviews (access reviews, `TokenReview`).
 //!
 //! This crate names no storage engine, wasmtime or tikv-client: plugins run through
 //! `wasmgate-plugin-runtime`, the one crate that names wasmtime.

@@ -11,8 +11,9 @@
 //! writes them into the object; here `kubectl get` shows the ones written at bootstrap).
 //!
 //! The default roles and bindings (`cluster-admin`, `admin`, `edit`, `view`,
-//! `system:discovery`, `system:basic-user`, `system:public-info-viewer`, and the roles of
-//! the gateway's own controllers) are created at start when missing ([`bootstrap`]).
+//! `system:discovery`, `system:basic-user`, `system:public-info-viewer`,
+//! `system:auth-delegator` (unbound, for extension API servers: `AGG-09`), and the roles
+//! of the gateway's own controllers) are created at start when missing ([`bootstrap`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Weak};
@@ -989,6 +990,21 @@ fn default_cluster_roles() -> Vec<DefaultRole> {
                 &["/healthz", "/livez", "/readyz", "/version", "/version/"],
                 &["get"],
             )],
+        ),
+        (
+            // What an extension API server needs to delegate authentication and
+            // authorization to this one (`AGG-09`); bound by whoever runs one.
+            "system:auth-delegator",
+            vec![],
+            None,
+            vec![
+                rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+                rule(
+                    &["authorization.k8s.io"],
+                    &["subjectaccessreviews"],
+                    &["create"],
+                ),
+            ],
         ),
         (
             "system:basic-user",

@@ -49,6 +49,9 @@ pub enum Builtin {
     ValidatingAdmissionPolicyBinding,
     /// apiregistration.k8s.io/v1 APIService.
     ApiService,
+    /// A create-only review (`TokenReview`, `SubjectAccessReview`, …): answered by
+    /// `reviews.rs`, never stored; registered for discovery and OpenAPI.
+    Review,
 }
 
 /// Who implements a resource type.
@@ -201,6 +204,11 @@ impl ResourceType {
     /// ([`ResourceType::storage_group`]).
     pub fn shares_storage(&self) -> bool {
         self.storage_group.is_some()
+    }
+
+    /// Whether it has stored objects at all (the reviews have none).
+    pub fn is_stored(&self) -> bool {
+        self.builtin() != Some(Builtin::Review)
     }
 }
 
@@ -410,6 +418,42 @@ pub fn builtin_types() -> Vec<ResourceType> {
             "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
             Builtin::ValidatingAdmissionPolicyBinding,
         ),
+        review(
+            "authentication.k8s.io",
+            "TokenReview",
+            false,
+            "io.k8s.api.authentication.v1.TokenReview",
+        ),
+        review(
+            "authentication.k8s.io",
+            "SelfSubjectReview",
+            false,
+            "io.k8s.api.authentication.v1.SelfSubjectReview",
+        ),
+        review(
+            "authorization.k8s.io",
+            "SubjectAccessReview",
+            false,
+            "io.k8s.api.authorization.v1.SubjectAccessReview",
+        ),
+        review(
+            "authorization.k8s.io",
+            "SelfSubjectAccessReview",
+            false,
+            "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
+        ),
+        review(
+            "authorization.k8s.io",
+            "LocalSubjectAccessReview",
+            true,
+            "io.k8s.api.authorization.v1.LocalSubjectAccessReview",
+        ),
+        review(
+            "authorization.k8s.io",
+            "SelfSubjectRulesReview",
+            false,
+            "io.k8s.api.authorization.v1.SelfSubjectRulesReview",
+        ),
     ]
 }
 
@@ -427,6 +471,24 @@ fn events_api_event() -> ResourceType {
         Builtin::EventsApiEvent,
     );
     t.storage_group = Some(String::new());
+    t
+}
+
+/// A create-only review kind of `group`, as kube lists it in discovery (`create` only,
+/// no short names, never stored).
+fn review(group: &str, kind: &str, namespaced: bool, schema_name: &str) -> ResourceType {
+    let singular = kind.to_ascii_lowercase();
+    let mut t = builtin(
+        group,
+        &format!("{singular}s"),
+        &singular,
+        kind,
+        &[],
+        namespaced,
+        schema_name,
+        Builtin::Review,
+    );
+    t.verbs = vec!["create"];
     t
 }
 
