@@ -11,7 +11,8 @@ const EXT: &str = "--as=system:serviceaccount:wardle:apiserver";
 
 /// AGG-09: before the binding the extension server's account may not review; bound to
 /// `system:auth-delegator` it may create tokenreviews and subjectaccessreviews and
-/// nothing else; its TokenReview of a service account token names that account.
+/// nothing else; bound to `extension-apiserver-authentication-reader` (AGG-05) it reads
+/// the client CAs; its TokenReview of a service account token names that account.
 #[test]
 fn agg_09_auth_delegator_binding_and_token_reviews_with_kubectl() {
     let gw = gateway_builder!().start();
@@ -66,6 +67,29 @@ fn agg_09_auth_delegator_binding_and_token_reviews_with_kubectl() {
         "no"
     );
     assert_eq!(can(&["get", "configmaps", "-n", "wardle"]).0, "no");
+    // The recipe's other binding (AGG-05, CTX-05): the client CAs, readable through
+    // kube's `extension-apiserver-authentication-reader` Role in kube-system.
+    gw.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "wardle-auth-reader",
+        "-n",
+        "kube-system",
+        "--role=extension-apiserver-authentication-reader",
+        "--serviceaccount=wardle:apiserver",
+    ]);
+    let ca = gw.kubectl_ok(&[
+        "get",
+        "configmap",
+        "extension-apiserver-authentication",
+        "-n",
+        "kube-system",
+        EXT,
+        "-o",
+        "jsonpath={.data.client-ca-file}",
+    ]);
+    assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{ca}");
+    assert_eq!(can(&["get", "configmaps", "-n", "kube-system"]).0, "no");
 
     // A TokenReview of a service account token, as the extension server sends it.
     gw.kubectl_ok(&["create", "serviceaccount", "client"]);

@@ -13,7 +13,8 @@
 //! The default roles and bindings (`cluster-admin`, `admin`, `edit`, `view`,
 //! `system:discovery`, `system:basic-user`, `system:public-info-viewer`,
 //! `system:auth-delegator` (unbound, for extension API servers: `AGG-09`), and the roles
-//! of the gateway's own controllers) are created at start when missing ([`bootstrap`]).
+//! of the gateway's own controllers), and the Role `extension-apiserver-authentication-reader`
+//! in `kube-system` (`AGG-05`) are created at start when missing ([`bootstrap`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Weak};
@@ -1179,6 +1180,19 @@ pub(crate) async fn bootstrap(inner: &Arc<Inner>) -> Result<(), String> {
             }),
         ));
     }
+    // kube's namespaced default: what an extension API server reads its client CAs with
+    // (`AGG-05`; bound by whoever runs one, next to `system:auth-delegator`).
+    objects.push((
+        "namespaces/kube-system/roles",
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "extension-apiserver-authentication-reader", "namespace": "kube-system",
+                         "labels": defaults, "annotations": annotations},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": READ,
+                       "resourceNames": ["extension-apiserver-authentication"]}],
+        }),
+    ));
     for (resource, obj) in objects {
         let path = format!("/apis/{GROUP}/v1/{resource}");
         let (code, v) = crate::internal::call(

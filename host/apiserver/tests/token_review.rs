@@ -352,3 +352,50 @@ async fn agg_09_reviews_are_in_discovery_and_openapi() {
             .is_none()
     );
 }
+
+/// AGG-05: the Role `extension-apiserver-authentication-reader` exists in `kube-system`
+/// at start (kube's namespaced default); bound to an extension server's account (the
+/// setup recipe's RoleBinding, CTX-05) it reads the `extension-apiserver-authentication`
+/// ConfigMap and no other.
+#[tokio::test]
+async fn agg_05_authentication_reader_role_reads_the_configmap_only() {
+    let s = server().await;
+    let role = s
+        .get("/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/roles/extension-apiserver-authentication-reader")
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        role["rules"],
+        json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"],
+                "resourceNames": ["extension-apiserver-authentication"]}])
+    );
+    let ext = user("system:serviceaccount:wardle:apiserver");
+    let cm = "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication";
+    s.raw(Method::GET, cm, &[], "", Some(ext.clone()))
+        .await
+        .expect(403);
+    s.req(
+        Method::POST,
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings",
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "wardle-auth-reader"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "extension-apiserver-authentication-reader"},
+               "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": ext.name}]}),
+    )
+    .await
+    .expect(201);
+    s.create_cm("kube-system", "other", json!({})).await;
+    s.raw(
+        Method::GET,
+        "/api/v1/namespaces/kube-system/configmaps/other",
+        &[],
+        "",
+        Some(ext.clone()),
+    )
+    .await
+    .expect(403);
+    // The gateway publishes the ConfigMap when it has CAs to publish; this in-process
+    // server has none, so the read is authorized and finds nothing.
+    s.raw(Method::GET, cm, &[], "", Some(ext)).await.expect(404);
+}
