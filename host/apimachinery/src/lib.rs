@@ -10,6 +10,7 @@
 //! * [`selectors`]: label and field selectors.
 //! * [`validation`]: name, label and annotation validation, field errors.
 //! * [`table`]: `meta.k8s.io` Table types and the built-in printers.
+//! * [`events`]: `events.k8s.io/v1` Events as views of core `v1` Events.
 //! * [`request_info`]: request paths to resource requests and verbs.
 //! * [`options`]: query parameters, `resourceVersion` rules, continue tokens.
 //! * [`media`]: content negotiation.
@@ -23,6 +24,7 @@
 //! * [`structural`]: CRD structural schemas: checks, pruning, defaulting, validation.
 #![forbid(unsafe_code)]
 
+pub mod events;
 pub mod fieldset;
 pub mod gofmt;
 pub mod goregex;

@@ -382,7 +382,8 @@ pub fn builtin_columns(group: &str, resource: &str) -> Option<Vec<ColumnDefiniti
             ColumnDefinition::new("Secrets", "string", "", DESC_SA_SECRETS, 0),
             age_column(),
         ],
-        ("", "events") => vec![
+        // events.k8s.io events are core events to kube's printer (one stored resource).
+        ("" | "events.k8s.io", "events") => vec![
             ColumnDefinition::new("Last Seen", "string", "", DESC_EVENT_LAST_TIMESTAMP, 0),
             ColumnDefinition::new("Type", "string", "", DESC_EVENT_TYPE, 0),
             ColumnDefinition::new("Reason", "string", "", DESC_EVENT_REASON, 0),
@@ -445,6 +446,7 @@ pub fn builtin_cells(
         // printServiceAccount: int64(len(secrets)).
         ("", "serviceaccounts") => vec![name(), Value::from(len_at(obj, &["secrets"])), age()],
         ("", "events") => event_cells(obj, now),
+        ("events.k8s.io", "events") => event_cells(&crate::events::v1_to_core(obj.clone()), now),
         // printLease: spec.holderIdentity or "".
         ("coordination.k8s.io", "leases") => {
             vec![

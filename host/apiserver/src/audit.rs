@@ -1,8 +1,9 @@
 //! Audit logging (issue 12): one `audit.k8s.io/v1` `Event` JSON line per request, at
 //! stage `ResponseComplete`, to a file, at the level the policy's first matching rule
 //! gives (`None`, `Metadata`, `Request`, `RequestResponse`; no policy: `Metadata` for
-//! everything). Secret values are never logged: requests for `secrets` and for
-//! `serviceaccounts/token` are logged at `Metadata` at most, whatever the policy says.
+//! everything). Secret values are never logged: requests for `secrets`, for
+//! `serviceaccounts/token` and for `tokenreviews` (a token in, the same token out) are
+//! logged at `Metadata` at most, whatever the policy says.
 //!
 //! `sourceIPs` is the client's address, after the `X-Forwarded-For` entries and
 //! `X-Real-Ip` only when the client is a configured trusted front proxy (kube records them
@@ -282,7 +283,8 @@ impl Log {
         let level = self.policy.level(r);
         let secret = matches!(&r.info, Some(RequestInfo::Resource(res))
             if (res.group.is_empty() && res.resource == "secrets")
-                || res.subresource.as_deref() == Some("token"));
+                || res.subresource.as_deref() == Some("token")
+                || (res.group == "authentication.k8s.io" && res.resource == "tokenreviews"));
         if secret {
             level.min(Level::Metadata)
         } else {
@@ -494,6 +496,11 @@ mod tests {
         assert_eq!(log.level(&req(&quiet, Method::GET, cm)), Level::None);
         assert_eq!(
             log.level(&req(&alice, Method::GET, secret)),
+            Level::Metadata
+        );
+        let review = "/apis/authentication.k8s.io/v1/tokenreviews";
+        assert_eq!(
+            log.level(&req(&alice, Method::POST, review)),
             Level::Metadata
         );
         assert_eq!(

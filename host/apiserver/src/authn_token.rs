@@ -13,7 +13,8 @@ use crate::User;
 /// Tokens and whom they authenticate.
 #[derive(Debug, Clone, Default)]
 pub struct Tokens {
-    by_token: HashMap<String, User>,
+    /// The user of each token, with the uid its line names (a `TokenReview` reports it).
+    by_token: HashMap<String, (User, String)>,
 }
 
 impl Tokens {
@@ -51,10 +52,13 @@ impl Tokens {
             if by_token
                 .insert(
                     token.to_owned(),
-                    User {
-                        name: name.to_owned(),
-                        groups,
-                    },
+                    (
+                        User {
+                            name: name.to_owned(),
+                            groups,
+                        },
+                        fields[2].trim().to_owned(),
+                    ),
                 )
                 .is_some()
             {
@@ -66,7 +70,12 @@ impl Tokens {
 
     /// The user a token authenticates.
     pub fn user(&self, token: &str) -> Option<&User> {
-        self.by_token.get(token)
+        self.lookup(token).map(|(u, _)| u)
+    }
+
+    /// The user a token authenticates, and the uid its line names.
+    pub fn lookup(&self, token: &str) -> Option<(&User, &str)> {
+        self.by_token.get(token).map(|(u, uid)| (u, uid.as_str()))
     }
 }
 
@@ -121,6 +130,7 @@ mod tests {
         let alice = t.user("t1").unwrap();
         assert_eq!(alice.name, "alice");
         assert_eq!(alice.groups, ["dev", "ops"]);
+        assert_eq!(t.lookup("t1").unwrap().1, "1");
         assert_eq!(t.user("t2").unwrap().groups, Vec::<String>::new());
         assert!(t.user("t3").is_none());
         assert!(Tokens::parse("t1,alice").is_err());

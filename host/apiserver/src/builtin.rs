@@ -226,6 +226,17 @@ pub fn validate(t: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Field
     if let Some(old) = old {
         errs.extend(validate_meta_update(obj, old));
     }
+    // Events: the event's rules first, then the metadata's, as kube lists them; through
+    // events.k8s.io on the core form (the paths are the core type's, as kube's are).
+    match t.builtin() {
+        Some(Builtin::Event) => return crate::events::validate(obj, old, false, errs),
+        Some(Builtin::EventsApiEvent) => {
+            use wasmgate_apimachinery::events::v1_to_core;
+            let old = old.map(|o| v1_to_core(o.clone()));
+            return crate::events::validate(&v1_to_core(obj.clone()), old.as_ref(), true, errs);
+        }
+        _ => {}
+    }
     match t.builtin() {
         Some(Builtin::Namespace) => {
             if let Some(f) = obj
@@ -256,24 +267,6 @@ pub fn validate(t: &ResourceType, obj: &Value, old: Option<&Value>) -> Vec<Field
                     "type",
                     obj.get("type").cloned().unwrap_or(Value::Null),
                     "field is immutable",
-                ));
-            }
-        }
-        Some(Builtin::Event) => {
-            let ns = meta(obj)
-                .get("namespace")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let involved = obj
-                .get("involvedObject")
-                .and_then(|o| o.get("namespace"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if !involved.is_empty() && involved != ns {
-                errs.push(FieldError::invalid(
-                    "involvedObject.namespace",
-                    involved,
-                    "does not match event.namespace",
                 ));
             }
         }

@@ -356,6 +356,7 @@ pub fn resource_type(crd: &Value, key: &str, revision: u64) -> Result<ResourceTy
         verbs: ALL_VERBS.to_vec(),
         subresources: Vec::new(),
         behavior: Behavior::Custom(custom),
+        storage_group: None,
     })
 }
 

@@ -93,8 +93,11 @@ pub fn api_resource_list(cat: &Catalog, group: &str, version: &str) -> Option<Va
         if !t.categories.is_empty() {
             r.insert("categories".into(), json!(t.categories));
         }
-        // Legacy discovery only: kube's aggregated `APIResourceDiscovery` has no such field.
-        r.insert("storageVersionHash".into(), json!(t.storage_version_hash()));
+        // Legacy discovery only: kube's aggregated `APIResourceDiscovery` has no such field;
+        // kinds never stored (the reviews) have none.
+        if t.is_stored() {
+            r.insert("storageVersionHash".into(), json!(t.storage_version_hash()));
+        }
         resources.push(Value::Object(r));
         for s in &t.subresources_for(version) {
             resources.push(json!({
@@ -220,12 +223,16 @@ mod tests {
             .map(|i| i["metadata"]["name"].as_str().unwrap())
             .collect();
         assert_eq!(
-            names[..4],
+            names,
             [
                 "admissionregistration.k8s.io",
                 "apiextensions.k8s.io",
                 "apiregistration.k8s.io",
-                "coordination.k8s.io"
+                "authentication.k8s.io",
+                "authorization.k8s.io",
+                "coordination.k8s.io",
+                "events.k8s.io",
+                "rbac.authorization.k8s.io",
             ]
         );
         let list = api_resource_list(&cat, "", "v1").unwrap();

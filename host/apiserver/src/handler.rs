@@ -217,7 +217,7 @@ where
         RequestInfo::Resource(r) if crate::reviews::is_review(&r) => {
             let limit = inner.options.max_request_body_bytes;
             let body = within_body_timeout(inner, read_body(req.into_body(), limit)).await?;
-            crate::reviews::handle(inner, &r, &call.user, &body)
+            crate::reviews::handle(inner, &r, &call.user, &body).await
         }
         RequestInfo::Resource(r) => resource(inner, catalog, r, call, req).await,
     }

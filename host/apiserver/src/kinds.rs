@@ -145,6 +145,8 @@ impl Ctx {
     pub(crate) async fn to_storage(&self, obj: &mut Value) -> ApiResult<()> {
         if let Some(v) = self.versions() {
             *obj = v.to_storage(std::mem::take(obj)).await?;
+        } else if let Some(n) = Native::of(&self.rt) {
+            *obj = (n.to_stored)(std::mem::take(obj));
         }
         Ok(())
     }
@@ -176,6 +178,17 @@ impl Ctx {
     /// How stored objects are shown at the request's version (`None`: as stored). It copies
     /// the storage version's schema: build it once per request and borrow it.
     pub(crate) fn presenter(&self) -> Option<Presenter> {
+        if let Some(n) = Native::of(&self.rt) {
+            return Some(Presenter {
+                prefix: String::new(),
+                group: self.rt.group.clone(),
+                version: self.req.version.clone(),
+                storage_api_version: String::new(),
+                defaults: None,
+                converter: None,
+                native: Some(n.to_shown),
+            });
+        }
         let c = self.rt.custom()?;
         Some(Presenter {
             prefix: format!(
@@ -190,6 +203,7 @@ impl Ctx {
                 .filter(|s| s.has_defaults)
                 .map(|s| s.schema.clone()),
             converter: self.converter(),
+            native: None,
         })
     }
 
@@ -302,18 +316,24 @@ pub(crate) struct Presenter {
     storage_api_version: String,
     defaults: Option<wasmgate_apimachinery::structural::Schema>,
     converter: Option<Converter>,
+    /// A built-in view of another resource's objects: stored in that resource's form,
+    /// shown converted by this ([`Native`]).
+    native: Option<fn(Value) -> Value>,
 }
 
 impl Presenter {
     /// Whether stored bytes must be decoded and changed to be shown.
     pub(crate) fn needs(&self, raw: &[u8]) -> bool {
-        self.defaults.is_some() || !raw.starts_with(self.prefix.as_bytes())
+        self.native.is_some() || self.defaults.is_some() || !raw.starts_with(self.prefix.as_bytes())
     }
 
     /// A decoded stored object as admission plugins see it (at the storage version, with
     /// the storage version's defaults, as reads show it), without a conversion: `None`
     /// when it lies at another version (written under an earlier storage version).
     pub(crate) fn storage_form(&self, stored: &Value) -> Option<Value> {
+        if self.native.is_some() {
+            return None;
+        }
         if stored.get("apiVersion").and_then(Value::as_str) != Some(&self.storage_api_version) {
             return None;
         }
@@ -331,6 +351,12 @@ impl Presenter {
 
     /// [`Presenter::apply`] for many objects: one plugin call converts them all.
     pub(crate) async fn apply_all(&self, objs: &mut [Value]) -> ApiResult<()> {
+        if let Some(show) = self.native {
+            for o in objs.iter_mut() {
+                *o = show(std::mem::take(o));
+            }
+            return Ok(());
+        }
         if let Some(s) = &self.defaults {
             for o in objs.iter_mut() {
                 s.apply_defaults(o);
@@ -354,6 +380,33 @@ impl Presenter {
             custom::set_version(o, &self.group, &self.version);
         }
         Ok(())
+    }
+}
+
+/// How a built-in view of another resource's objects ([`ResourceType::storage_group`])
+/// moves them between its form and the stored one: natively, both ways, by fixed rules
+/// (kube's generated conversions).
+///
+/// [`ResourceType::storage_group`]: crate::registry::ResourceType::storage_group
+#[derive(Clone, Copy)]
+pub(crate) struct Native {
+    /// This view's form to the stored form.
+    pub(crate) to_stored: fn(Value) -> Value,
+    /// The stored form to this view's.
+    pub(crate) to_shown: fn(Value) -> Value,
+}
+
+impl Native {
+    /// The conversion of `rt`, when it is such a view.
+    pub(crate) fn of(rt: &crate::registry::ResourceType) -> Option<Native> {
+        use wasmgate_apimachinery::events;
+        match rt.builtin()? {
+            Builtin::EventsApiEvent => Some(Native {
+                to_stored: events::v1_to_core,
+                to_shown: events::core_to_v1,
+            }),
+            _ => None,
+        }
     }
 }
 

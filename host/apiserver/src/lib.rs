@@ -11,6 +11,9 @@
 //! * [`registry`]: resource types as data; `builtin`: what the built-in kinds' strategies do.
 //! * `discovery`, `openapi`, `health`, `version`: the non-resource endpoints.
 //! * `namespaces`: the namespace controller (content deletion, then finalization).
+//! * `events`: the validation of Events in both groups (`events.k8s.io/v1` is a view of the
+//!   core Events; the conversion is `wasmgate_apimachinery::events`).
+//! * `reviews`: the create-only reviews (access reviews, `TokenReview`).
 //!
 //! This crate names no storage engine, wasmtime or tikv-client: plugins run through
 //! `wasmgate-plugin-runtime`, the one crate that names wasmtime.
@@ -35,6 +38,7 @@ mod discovery;
 pub mod encryption;
 mod error;
 mod error_body_io;
+mod events;
 mod gc;
 mod handler;
 mod health;

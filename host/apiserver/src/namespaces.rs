@@ -99,7 +99,13 @@ async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
     let catalog = inner.registry.snapshot();
     let mut remaining: Vec<(String, usize)> = Vec::new();
     let mut finalizers_left: Vec<String> = Vec::new();
-    for rt in catalog.types().iter().filter(|t| t.namespaced) {
+    // Each stored resource once: not the reviews, nor a second view of the same objects
+    // (events.k8s.io events are the core events).
+    for rt in catalog
+        .types()
+        .iter()
+        .filter(|t| t.namespaced && t.is_stored() && !t.shares_storage())
+    {
         let left =
             crate::controller::delete_contents(inner, rt, Some(ns), &controller_user()).await?;
         if left.count > 0 {

@@ -28,6 +28,11 @@ fn generate_definitions() -> Map<String, Value> {
         MutatingWebhookConfiguration, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
         ValidatingWebhookConfiguration,
     };
+    use k8s_openapi::api::authentication::v1::{SelfSubjectReview, TokenReview};
+    use k8s_openapi::api::authorization::v1::{
+        LocalSubjectAccessReview, SelfSubjectAccessReview, SelfSubjectRulesReview,
+        SubjectAccessReview,
+    };
     use k8s_openapi::api::autoscaling::v1::Scale;
     use k8s_openapi::api::coordination::v1::Lease;
     use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Secret, ServiceAccount};
@@ -40,6 +45,13 @@ fn generate_definitions() -> Map<String, Value> {
     generator.subschema_for::<Namespace>();
     generator.subschema_for::<ServiceAccount>();
     generator.subschema_for::<Event>();
+    generator.subschema_for::<k8s_openapi::api::events::v1::Event>();
+    generator.subschema_for::<TokenReview>();
+    generator.subschema_for::<SelfSubjectReview>();
+    generator.subschema_for::<SubjectAccessReview>();
+    generator.subschema_for::<SelfSubjectAccessReview>();
+    generator.subschema_for::<LocalSubjectAccessReview>();
+    generator.subschema_for::<SelfSubjectRulesReview>();
     generator.subschema_for::<Lease>();
     generator.subschema_for::<Role>();
     generator.subschema_for::<RoleBinding>();
@@ -369,22 +381,24 @@ fn document(
             }
         }
         let list_name = format!("{schema_name}List");
-        schemas.insert(
-            list_name.clone(),
-            json!({
-                "description": format!("{}List is a list of {} objects.", t.kind, t.kind),
-                "type": "object",
-                "required": ["items"],
-                "properties": {
-                    "apiVersion": {"type": "string"},
-                    "kind": {"type": "string"},
-                    "metadata": {"allOf": [reference("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta")], "default": {}},
-                    "items": {"type": "array", "items": {"allOf": [reference(&schema_name)], "default": {}}},
-                },
-                "x-kubernetes-group-version-kind": [gvk(group, version, &t.list_kind)],
-            }),
-        );
-        wanted.insert("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta".into());
+        if t.serves("list") {
+            schemas.insert(
+                list_name.clone(),
+                json!({
+                    "description": format!("{}List is a list of {} objects.", t.kind, t.kind),
+                    "type": "object",
+                    "required": ["items"],
+                    "properties": {
+                        "apiVersion": {"type": "string"},
+                        "kind": {"type": "string"},
+                        "metadata": {"allOf": [reference("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta")], "default": {}},
+                        "items": {"type": "array", "items": {"allOf": [reference(&schema_name)], "default": {}}},
+                    },
+                    "x-kubernetes-group-version-kind": [gvk(group, version, &t.list_kind)],
+                }),
+            );
+            wanted.insert("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta".into());
+        }
         let obj = reference(&schema_name);
         let list = reference(&list_name);
         let status = reference("io.k8s.apimachinery.pkg.apis.meta.v1.Status");
@@ -517,7 +531,10 @@ fn document(
                 ),
             );
         }
-        paths.insert(item.clone(), Value::Object(it));
+        // A kind with no verb on single objects (the reviews) has no such path.
+        if it.len() > 1 {
+            paths.insert(item.clone(), Value::Object(it));
+        }
         if t.namespaced && t.serves("list") {
             paths.insert(
                 format!("{prefix}/{}", t.resource),

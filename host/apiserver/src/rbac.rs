@@ -11,8 +11,10 @@
 //! writes them into the object; here `kubectl get` shows the ones written at bootstrap).
 //!
 //! The default roles and bindings (`cluster-admin`, `admin`, `edit`, `view`,
-//! `system:discovery`, `system:basic-user`, `system:public-info-viewer`, and the roles of
-//! the gateway's own controllers) are created at start when missing ([`bootstrap`]).
+//! `system:discovery`, `system:basic-user`, `system:public-info-viewer`,
+//! `system:auth-delegator` (unbound, for extension API servers: `AGG-09`), and the roles
+//! of the gateway's own controllers), and the Role `extension-apiserver-authentication-reader`
+//! in `kube-system` (`AGG-05`) are created at start when missing ([`bootstrap`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Weak};
@@ -1049,6 +1051,21 @@ fn default_cluster_roles() -> Vec<DefaultRole> {
             )],
         ),
         (
+            // What an extension API server needs to delegate authentication and
+            // authorization to this one (`AGG-09`); bound by whoever runs one.
+            "system:auth-delegator",
+            vec![],
+            None,
+            vec![
+                rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+                rule(
+                    &["authorization.k8s.io"],
+                    &["subjectaccessreviews"],
+                    &["create"],
+                ),
+            ],
+        ),
+        (
             "system:basic-user",
             vec![],
             None,
@@ -1221,6 +1238,19 @@ pub(crate) async fn bootstrap(inner: &Arc<Inner>) -> Result<(), String> {
             }),
         ));
     }
+    // kube's namespaced default: what an extension API server reads its client CAs with
+    // (`AGG-05`; bound by whoever runs one, next to `system:auth-delegator`).
+    objects.push((
+        "namespaces/kube-system/roles",
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "extension-apiserver-authentication-reader", "namespace": "kube-system",
+                         "labels": defaults, "annotations": annotations},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": READ,
+                       "resourceNames": ["extension-apiserver-authentication"]}],
+        }),
+    ));
     for (resource, obj) in objects {
         let path = format!("/apis/{GROUP}/v1/{resource}");
         let (code, v) = crate::internal::call(

@@ -24,6 +24,9 @@ pub enum Builtin {
     ServiceAccount,
     /// core/v1 Event.
     Event,
+    /// events.k8s.io/v1 Event: the core Events, as the events API shows them (one stored
+    /// resource, see [`ResourceType::storage_group`]).
+    EventsApiEvent,
     /// coordination.k8s.io/v1 Lease.
     Lease,
     /// apiextensions.k8s.io/v1 CustomResourceDefinition.
@@ -46,6 +49,9 @@ pub enum Builtin {
     ValidatingAdmissionPolicyBinding,
     /// apiregistration.k8s.io/v1 APIService.
     ApiService,
+    /// A create-only review (`TokenReview`, `SubjectAccessReview`, …): answered by
+    /// `reviews.rs`, never stored; registered for discovery and OpenAPI.
+    Review,
 }
 
 /// Who implements a resource type.
@@ -102,6 +108,11 @@ pub struct ResourceType {
     pub schema_name: String,
     /// Which implementation serves it.
     pub behavior: Behavior,
+    /// `Some(group)`: the objects are those of the resource of the same name in `group`,
+    /// stored in that resource's form (kube stores one resource and presents both:
+    /// `events.k8s.io` events are core events). Keys and the storage version hash are that
+    /// resource's; reads convert what is stored, writes store what they convert back.
+    pub storage_group: Option<String>,
 }
 
 impl ResourceType {
@@ -116,11 +127,8 @@ impl ResourceType {
 
     /// The storage key prefix of all objects of this type.
     pub fn key_prefix(&self) -> String {
-        let g = if self.group.is_empty() {
-            "core"
-        } else {
-            &self.group
-        };
+        let group = self.storage_group.as_deref().unwrap_or(&self.group);
+        let g = if group.is_empty() { "core" } else { group };
         format!("{g}/{}/", self.resource)
     }
 
@@ -149,7 +157,8 @@ impl ResourceType {
     pub fn storage_version_hash(&self) -> String {
         use base64::Engine as _;
         use sha2::Digest as _;
-        let gvk = format!("{}/{}/{}", self.group, self.storage_version, self.kind);
+        let group = self.storage_group.as_deref().unwrap_or(&self.group);
+        let gvk = format!("{group}/{}/{}", self.storage_version, self.kind);
         let digest = sha2::Sha256::digest(gvk.as_bytes());
         base64::engine::general_purpose::STANDARD.encode(&digest[..8])
     }
@@ -189,6 +198,17 @@ impl ResourceType {
     /// Whether the main resource serves `verb`.
     pub fn serves(&self, verb: &str) -> bool {
         self.verbs.contains(&verb)
+    }
+
+    /// Whether its objects are another resource's, seen through this one
+    /// ([`ResourceType::storage_group`]).
+    pub fn shares_storage(&self) -> bool {
+        self.storage_group.is_some()
+    }
+
+    /// Whether it has stored objects at all (the reviews have none).
+    pub fn is_stored(&self) -> bool {
+        self.builtin() != Some(Builtin::Review)
     }
 }
 
@@ -233,6 +253,7 @@ fn builtin(
         subresources: Vec::new(),
         schema_name: schema_name.into(),
         behavior: Behavior::Builtin(which),
+        storage_group: None,
     }
 }
 
@@ -320,6 +341,7 @@ pub fn builtin_types() -> Vec<ResourceType> {
             "io.k8s.api.core.v1.Event",
             Builtin::Event,
         ),
+        events_api_event(),
         ns,
         builtin(
             "",
@@ -396,7 +418,78 @@ pub fn builtin_types() -> Vec<ResourceType> {
             "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
             Builtin::ValidatingAdmissionPolicyBinding,
         ),
+        review(
+            "authentication.k8s.io",
+            "TokenReview",
+            false,
+            "io.k8s.api.authentication.v1.TokenReview",
+        ),
+        review(
+            "authentication.k8s.io",
+            "SelfSubjectReview",
+            false,
+            "io.k8s.api.authentication.v1.SelfSubjectReview",
+        ),
+        review(
+            "authorization.k8s.io",
+            "SubjectAccessReview",
+            false,
+            "io.k8s.api.authorization.v1.SubjectAccessReview",
+        ),
+        review(
+            "authorization.k8s.io",
+            "SelfSubjectAccessReview",
+            false,
+            "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
+        ),
+        review(
+            "authorization.k8s.io",
+            "LocalSubjectAccessReview",
+            true,
+            "io.k8s.api.authorization.v1.LocalSubjectAccessReview",
+        ),
+        review(
+            "authorization.k8s.io",
+            "SelfSubjectRulesReview",
+            false,
+            "io.k8s.api.authorization.v1.SelfSubjectRulesReview",
+        ),
     ]
+}
+
+/// `events` of `events.k8s.io`: the core events (kube's `events` in both groups share
+/// one storage; the short name too).
+fn events_api_event() -> ResourceType {
+    let mut t = builtin(
+        "events.k8s.io",
+        "events",
+        "event",
+        "Event",
+        &["ev"],
+        true,
+        "io.k8s.api.events.v1.Event",
+        Builtin::EventsApiEvent,
+    );
+    t.storage_group = Some(String::new());
+    t
+}
+
+/// A create-only review kind of `group`, as kube lists it in discovery (`create` only,
+/// no short names, never stored).
+fn review(group: &str, kind: &str, namespaced: bool, schema_name: &str) -> ResourceType {
+    let singular = kind.to_ascii_lowercase();
+    let mut t = builtin(
+        group,
+        &format!("{singular}s"),
+        &singular,
+        kind,
+        &[],
+        namespaced,
+        schema_name,
+        Builtin::Review,
+    );
+    t.verbs = vec!["create"];
+    t
 }
 
 /// `apiservices`, with its `status` (the `Available` condition).

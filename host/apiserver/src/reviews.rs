@@ -1,9 +1,11 @@
 //! The create-only review resources (issue 12): `SelfSubjectReview`
 //! (`authentication.k8s.io/v1`, `kubectl auth whoami`), `SelfSubjectAccessReview` and
 //! `SubjectAccessReview` (`authorization.k8s.io/v1`, `kubectl auth can-i`), its namespaced
-//! form `LocalSubjectAccessReview`, and `SelfSubjectRulesReview` (`kubectl auth can-i
-//! --list`). A POST answers 201 with the
-//! request and its `status`; nothing is stored. Partial: they are not listed in discovery.
+//! form `LocalSubjectAccessReview`, `SelfSubjectRulesReview` (`kubectl auth can-i
+//! --list`), and `TokenReview` (`authentication.k8s.io/v1`: who a bearer token is, for
+//! extension API servers that delegate authentication, `AGG-09`). A POST answers 201 with
+//! the request and its `status`; nothing is stored. They are in discovery and OpenAPI as
+//! kube lists them (`create` only; `registry::Builtin::Review`).
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
@@ -14,30 +16,37 @@ use wasmgate_apimachinery::status::Status;
 use crate::body::Body;
 use crate::error::ApiResult;
 use crate::rbac::{self, Attributes, ResourceAttributes};
+use crate::stack::TokenAuth;
 use crate::{Inner, User};
 
 /// Whether `r` names a review resource.
 pub(crate) fn is_review(r: &ResourceRequest) -> bool {
     matches!(
         (r.group.as_str(), r.resource.as_str()),
-        ("authentication.k8s.io", "selfsubjectreviews")
-            | (
-                "authorization.k8s.io",
-                "selfsubjectaccessreviews"
-                    | "subjectaccessreviews"
-                    | "localsubjectaccessreviews"
-                    | "selfsubjectrulesreviews"
-            )
+        (
+            "authentication.k8s.io",
+            "selfsubjectreviews" | "tokenreviews"
+        ) | (
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews"
+                | "subjectaccessreviews"
+                | "localsubjectaccessreviews"
+                | "selfsubjectrulesreviews"
+        )
     )
 }
 
 /// Answers a request for a review resource (already authorized as `create`).
-pub(crate) fn handle(
+pub(crate) async fn handle(
     inner: &Inner,
     r: &ResourceRequest,
     user: &User,
     body: &Bytes,
 ) -> ApiResult<Response<Body>> {
+    if r.resource == "tokenreviews" && r.namespace.is_some() {
+        // Cluster-scoped: kube serves no such path.
+        return Err(Status::not_found_path().into());
+    }
     if r.verb != Verb::Create || r.name.is_some() || r.version != "v1" {
         return Err(Status::failure(
             405,
@@ -62,6 +71,7 @@ pub(crate) fn handle(
         "selfsubjectaccessreviews" => "SelfSubjectAccessReview",
         "subjectaccessreviews" => "SubjectAccessReview",
         "localsubjectaccessreviews" => "LocalSubjectAccessReview",
+        "tokenreviews" => "TokenReview",
         _ => "SelfSubjectRulesReview",
     };
     review["kind"] = json!(kind);
@@ -77,6 +87,7 @@ pub(crate) fn handle(
             "groups": rbac::groups_of(user).collect::<Vec<_>>(),
         }}),
         "SelfSubjectAccessReview" => access(&index, user, &review["spec"], false)?,
+        "TokenReview" => token_review(inner, &review["spec"]).await?,
         "SubjectAccessReview" | "LocalSubjectAccessReview" => {
             if kind == "LocalSubjectAccessReview" {
                 local_namespace(r, &mut review)?;
@@ -130,6 +141,47 @@ pub(crate) fn handle(
         "application/json",
         bytes,
     ))
+}
+
+/// `status` of a `TokenReview` (kube's `tokenreview` REST): what the gateway's own token
+/// authenticators make of `spec.token` for `spec.audiences` (this server's audience when
+/// there are none). A token that does not authenticate is `authenticated` false with the
+/// `error` (fields Go leaves out when empty are left out).
+async fn token_review(inner: &Inner, spec: &Value) -> ApiResult<Value> {
+    let token = spec.get("token").and_then(Value::as_str).unwrap_or("");
+    if token.is_empty() {
+        return Err(
+            Status::bad_request("token is required for TokenReview in authentication").into(),
+        );
+    }
+    let asked: Vec<&str> = spec
+        .get("audiences")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let audiences = if asked.is_empty() {
+        vec![crate::sa_token::ISSUER]
+    } else {
+        asked
+    };
+    Ok(
+        match crate::stack::authenticate_token(inner, token, &audiences).await? {
+            TokenAuth::Authenticated(t) => {
+                let mut user = json!({"username": t.user.name});
+                if !t.uid.is_empty() {
+                    user["uid"] = json!(t.uid);
+                }
+                user["groups"] = json!(rbac::groups_of(&t.user).collect::<Vec<_>>());
+                if !t.extra.is_empty() {
+                    let extra: serde_json::Map<String, Value> =
+                        t.extra.into_iter().map(|(k, v)| (k, json!(v))).collect();
+                    user["extra"] = Value::Object(extra);
+                }
+                json!({"authenticated": true, "user": user, "audiences": t.audiences})
+            }
+            TokenAuth::Refused(error) => json!({"user": {}, "error": error}),
+        },
+    )
 }
 
 /// A `LocalSubjectAccessReview` is about its namespace only (kube's REST and validation):

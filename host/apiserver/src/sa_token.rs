@@ -168,30 +168,76 @@ pub(crate) fn issue(signer: &Signer, sa: &Value, request: &Value) -> Result<Valu
     }))
 }
 
-/// What a token claims, if it is ours, current and meant for this server: the account's
-/// (namespace, name, uid). The caller checks the account still has that uid.
-pub(crate) fn claims_of(signer: &Signer, token: &str) -> Option<(String, String, String)> {
-    let c = signer.verify(token)?;
+/// What a token of ours claims, once checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Claims {
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    /// The account's uid when the token was issued (the caller checks it still is).
+    pub(crate) uid: String,
+    /// The token's id (`jti`), when it has one.
+    pub(crate) id: Option<String>,
+    /// The audiences the token is accepted for: those it names that were asked for.
+    pub(crate) audiences: Vec<String>,
+}
+
+/// Checks a token against the audiences it must be for (`wanted`; this server's,
+/// [`ISSUER`], for a request's own token), in kube's order: signed by us, meant for one of
+/// them, within its lifetime. `Err(None)`: not a token of ours (kube's service account
+/// authenticator does not speak then); `Err(Some(why))`: ours but refused, why in kube's
+/// words.
+pub(crate) fn check(
+    signer: &Signer,
+    token: &str,
+    wanted: &[&str],
+) -> Result<Claims, Option<String>> {
+    let c = signer.verify(token).ok_or(None)?;
+    if c["iss"] != ISSUER {
+        return Err(None);
+    }
+    let named: Vec<String> = match &c["aud"] {
+        Value::String(a) => vec![a.clone()],
+        Value::Array(a) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let audiences: Vec<String> = named
+        .iter()
+        .filter(|a| wanted.contains(&a.as_str()))
+        .cloned()
+        .collect();
+    if audiences.is_empty() {
+        let list = |l: &mut dyn Iterator<Item = &str>| {
+            let quoted: Vec<String> = l.map(wasmgate_apimachinery::validation::go_quote).collect();
+            format!("[{}]", quoted.join(" "))
+        };
+        return Err(Some(format!(
+            "token audiences {} is invalid for the target audiences {}",
+            list(&mut named.iter().map(String::as_str)),
+            list(&mut wanted.iter().copied()),
+        )));
+    }
     let t = now();
     let int = |k: &str| c.get(k).and_then(Value::as_i64);
-    if int("exp").is_none_or(|exp| exp <= t) || int("nbf").is_some_and(|nbf| nbf > t + 60) {
-        return None;
+    if int("exp").is_none_or(|exp| exp <= t) {
+        return Err(Some("service account token has expired".into()));
     }
-    let for_us = match &c["aud"] {
-        Value::String(a) => a == ISSUER,
-        Value::Array(a) => a.iter().any(|x| x == ISSUER),
-        _ => false,
-    };
-    if !for_us || c["iss"] != ISSUER {
-        return None;
+    if int("nbf").is_some_and(|nbf| nbf > t + 60) {
+        return Err(Some("service account token is not valid yet".into()));
     }
     let k = &c["kubernetes.io"];
     let s = |v: &Value| v.as_str().map(str::to_owned);
-    Some((
-        s(&k["namespace"])?,
-        s(&k["serviceaccount"]["name"])?,
-        s(&k["serviceaccount"]["uid"])?,
-    ))
+    let malformed = || Some("service account token claims could not be validated".to_owned());
+    Ok(Claims {
+        namespace: s(&k["namespace"]).ok_or_else(malformed)?,
+        name: s(&k["serviceaccount"]["name"]).ok_or_else(malformed)?,
+        uid: s(&k["serviceaccount"]["uid"]).ok_or_else(malformed)?,
+        id: s(&c["jti"]),
+        audiences,
+    })
 }
 
 /// The user a service account authenticates as.
@@ -219,20 +265,33 @@ mod tests {
         let tr = issue(&signer, &sa, &json!({"spec": {}})).unwrap();
         assert_eq!(tr["spec"]["expirationSeconds"], 3600);
         let token = tr["status"]["token"].as_str().unwrap();
+        let c = check(&signer, token, &[ISSUER]).unwrap();
         assert_eq!(
-            claims_of(&signer, token),
-            Some(("ns".into(), "bot".into(), "u-1".into()))
+            (c.namespace.as_str(), c.name.as_str(), c.uid.as_str()),
+            ("ns", "bot", "u-1")
         );
+        assert_eq!(c.audiences, [ISSUER]);
+        assert!(c.id.is_some());
         let mut bad = token.to_owned();
         let last = bad.pop().unwrap();
         bad.push(if last == 'A' { 'B' } else { 'A' });
-        assert_eq!(claims_of(&signer, &bad), None);
+        assert_eq!(check(&signer, &bad, &[ISSUER]), Err(None));
         let other = Signer::load_or_create(None).unwrap();
-        assert_eq!(claims_of(&other, token), None);
+        assert_eq!(check(&other, token, &[ISSUER]), Err(None));
         let elsewhere = issue(&signer, &sa, &json!({"spec": {"audiences": ["vault"]}})).unwrap();
+        let elsewhere = elsewhere["status"]["token"].as_str().unwrap();
         assert_eq!(
-            claims_of(&signer, elsewhere["status"]["token"].as_str().unwrap()),
-            None
+            check(&signer, elsewhere, &[ISSUER]),
+            Err(Some(
+                r#"token audiences ["vault"] is invalid for the target audiences ["https://kubernetes.default.svc.cluster.local"]"#
+                    .into()
+            ))
+        );
+        assert_eq!(
+            check(&signer, elsewhere, &["vault", "x"])
+                .unwrap()
+                .audiences,
+            ["vault"]
         );
         assert!(issue(&signer, &sa, &json!({"spec": {"expirationSeconds": 60}})).is_err());
         let bound = json!({"spec": {"boundObjectRef": {"kind": "Secret", "name": "s"}}});
@@ -254,6 +313,6 @@ mod tests {
         let b = Signer::load_or_create(Some(&path)).unwrap();
         let sa = json!({"metadata": {"namespace": "n", "name": "s", "uid": "u"}});
         let t = issue(&a, &sa, &json!({})).unwrap();
-        assert!(claims_of(&b, t["status"]["token"].as_str().unwrap()).is_some());
+        assert!(check(&b, t["status"]["token"].as_str().unwrap(), &[ISSUER]).is_ok());
     }
 }

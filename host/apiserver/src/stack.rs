@@ -291,9 +291,8 @@ fn peer_ip<B>(req: &Request<B>) -> Option<std::net::IpAddr> {
 }
 
 /// The user of a request without a client certificate that presents a bearer token
-/// (`Authorization: Bearer …`): the token file's user, or the service account of a token
-/// the gateway signed (while the account exists with the uid it names), else 401. A
-/// certificate's user wins over a token, as in kube's union authenticator.
+/// (`Authorization: Bearer …`): [`authenticate_token`] for this server's audience, else
+/// 401. A certificate's user wins over a token, as in kube's union authenticator.
 async fn bearer_user(
     inner: &Inner,
     headers: &HeaderMap,
@@ -309,13 +308,61 @@ async fn bearer_user(
     else {
         return Ok(None);
     };
-    let unauthorized = || ApiError::from(Status::failure(401, "Unauthorized", "Unauthorized"));
-    if let Some(u) = inner.options.tokens.user(token) {
-        return Ok(Some(u.clone()));
+    match authenticate_token(inner, token, &[crate::sa_token::ISSUER]).await? {
+        TokenAuth::Authenticated(t) => Ok(Some(t.user)),
+        TokenAuth::Refused(_) => Err(Status::failure(401, "Unauthorized", "Unauthorized").into()),
     }
-    let (ns, name, uid) =
-        crate::sa_token::claims_of(&inner.sa_signer, token).ok_or_else(unauthorized)?;
-    let key = format!("core/serviceaccounts/{ns}/{name}");
+}
+
+/// What the gateway's token authenticators make of a bearer token (kube's bearer-token
+/// authenticator over its token union): the request's own token, or a `TokenReview`'s.
+pub(crate) enum TokenAuth {
+    /// Who the token is.
+    Authenticated(TokenUser),
+    /// Not accepted, and why in kube's words (`invalid bearer token` when no
+    /// authenticator recognised it).
+    Refused(String),
+}
+
+/// The user a token authenticates, as a `TokenReview` reports it.
+pub(crate) struct TokenUser {
+    pub(crate) user: User,
+    /// The token file's uid, or the service account's.
+    pub(crate) uid: String,
+    /// kube's extra values (a service account token's `credential-id`).
+    pub(crate) extra: Vec<(String, Vec<String>)>,
+    /// The audiences the token was accepted for, of those asked.
+    pub(crate) audiences: Vec<String>,
+}
+
+/// Authenticates `token` for `audiences` (this server's, [`crate::sa_token::ISSUER`],
+/// for a request's own token): a line of the token file (audience-agnostic: accepted for
+/// this server's audience only, as kube wraps such authenticators), else a service
+/// account token the gateway signed for one of `audiences`, current, whose account still
+/// exists with the uid it names.
+pub(crate) async fn authenticate_token(
+    inner: &Inner,
+    token: &str,
+    audiences: &[&str],
+) -> ApiResult<TokenAuth> {
+    const INVALID: &str = "invalid bearer token";
+    let ours = crate::sa_token::ISSUER;
+    if let Some((user, uid)) = inner.options.tokens.lookup(token) {
+        if !audiences.contains(&ours) {
+            return Ok(TokenAuth::Refused(INVALID.into()));
+        }
+        return Ok(TokenAuth::Authenticated(TokenUser {
+            user: user.clone(),
+            uid: uid.to_owned(),
+            extra: Vec::new(),
+            audiences: vec![ours.to_owned()],
+        }));
+    }
+    let claims = match crate::sa_token::check(&inner.sa_signer, token, audiences) {
+        Ok(c) => c,
+        Err(why) => return Ok(TokenAuth::Refused(why.unwrap_or_else(|| INVALID.into()))),
+    };
+    let key = format!("core/serviceaccounts/{}/{}", claims.namespace, claims.name);
     let account = match inner
         .store
         .get(&key, wasmgate_storage::ReadAt::Latest)
@@ -329,12 +376,35 @@ async fn bearer_user(
             )));
         }
     };
-    match account {
-        Some(a) if crate::object::meta_str(&a, "uid") == Some(uid.as_str()) => {
-            Ok(Some(crate::sa_token::user_of(&ns, &name)))
-        }
-        _ => Err(unauthorized()),
+    let Some(account) = account else {
+        return Ok(TokenAuth::Refused(format!(
+            "serviceaccounts \"{}\" not found",
+            claims.name
+        )));
+    };
+    let uid = crate::object::meta_str(&account, "uid").unwrap_or("");
+    if uid != claims.uid {
+        return Ok(TokenAuth::Refused(format!(
+            "service account UID ({uid}) does not match claim ({})",
+            claims.uid
+        )));
     }
+    let extra = claims
+        .id
+        .iter()
+        .map(|jti| {
+            (
+                "authentication.kubernetes.io/credential-id".to_owned(),
+                vec![format!("JTI={jti}")],
+            )
+        })
+        .collect();
+    Ok(TokenAuth::Authenticated(TokenUser {
+        user: crate::sa_token::user_of(&claims.namespace, &claims.name),
+        uid: claims.uid,
+        extra,
+        audiences: claims.audiences,
+    }))
 }
 
 /// 5. An audit event when the response is complete (the request body read first when the
