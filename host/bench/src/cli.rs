@@ -30,7 +30,15 @@ use serde::Serialize;
 ///           Reports delivery latency (receive - send) and checks every watcher gets every
 ///           event exactly once, in resourceVersion order.
 ///
-///   all     every scenario in turn.
+///   connections
+///           WATCHERS watches through --watch-kubeconfig (e.g. a user with a bearer token),
+///           each on an HTTP/1.1 connection of its own, must all be answered; then
+///           IDLE_CONNECTIONS TLS connections without credentials that send nothing and as
+///           many TCP connections that never start a handshake are held; meanwhile fresh
+///           connections of both users are timed (connect, TLS, one GET) every 50 ms.
+///           Not part of `all`.
+///
+///   all     every scenario in turn (but connections).
 ///
 /// Throughput counts successful requests completed in the measured window (after the
 /// warm-up); failed requests (non-2xx, transport errors, timeouts) are always counted and
@@ -72,9 +80,14 @@ pub struct Args {
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub warmup: Duration,
 
-    /// Watchers in the watch scenario
+    /// Watchers in the watch and connections scenarios
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub watchers: u32,
+
+    /// Connections scenario: idle TLS connections without credentials to hold, and as many
+    /// TCP connections that never start a handshake
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub idle_connections: u32,
 
     /// Creates per second in the watch scenario (open loop: sent on schedule, not after
     /// the previous one completed)
@@ -192,7 +205,9 @@ pub enum Scenario {
     List,
     /// Watch fan-out.
     Watch,
-    /// All of the above, in this order.
+    /// Many watches and idle connections, and fresh connections timed beside them.
+    Connections,
+    /// All of the above but connections, in this order.
     All,
 }
 
@@ -221,6 +236,7 @@ impl Scenario {
             Scenario::Apply => "apply",
             Scenario::List => "list",
             Scenario::Watch => "watch",
+            Scenario::Connections => "connections",
             Scenario::All => "all",
         }
     }

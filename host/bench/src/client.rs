@@ -1,5 +1,6 @@
 //! A lean HTTPS client: hyper's connection-level API over tokio-rustls, the kubeconfig's CA
-//! as the only trust anchor and its client certificate for authentication.
+//! as the only trust anchor and its client certificate (or bearer token) for
+//! authentication.
 //!
 //! HTTP/1.1: one keep-alive connection per [`Client`]. HTTP/2: [`Client`]s share a few
 //! multiplexed connections ([`Endpoint::h2_pool`]).
@@ -40,6 +41,8 @@ pub struct Endpoint {
     base_path: String,
     http2: bool,
     timeout: Duration,
+    /// `Bearer <token>`, for a user authenticated by a token.
+    authorization: Option<HeaderValue>,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -97,6 +100,13 @@ impl Endpoint {
             base_path: uri.path().trim_end_matches('/').to_owned(),
             http2,
             timeout,
+            authorization: match &creds.token {
+                Some(t) => Some(
+                    HeaderValue::from_str(&format!("Bearer {t}"))
+                        .context("the token is not a valid header value")?,
+                ),
+                None => None,
+            },
         })
     }
 
@@ -133,7 +143,26 @@ impl Endpoint {
         if has_body {
             h.insert(CONTENT_TYPE, APPLICATION_JSON);
         }
+        if let Some(a) = &self.authorization {
+            h.insert(http::header::AUTHORIZATION, a.clone());
+        }
         req
+    }
+
+    /// A TCP connection to the server, nothing sent.
+    pub async fn tcp(&self) -> anyhow::Result<TcpStream> {
+        TcpStream::connect(self.addr)
+            .await
+            .with_context(|| format!("connecting to {}", self.addr))
+    }
+
+    /// A TLS connection to the server (handshake complete), nothing sent.
+    pub async fn tls(&self) -> anyhow::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+        let tcp = self.tcp().await?;
+        self.connector
+            .connect(self.server_name.clone(), tcp)
+            .await
+            .with_context(|| format!("TLS handshake with {}", self.authority))
     }
 
     /// Opens one connection (TCP, TLS, HTTP handshake); its driver runs as a task.
@@ -208,21 +237,27 @@ fn tls_config(creds: &Credentials, http2: bool) -> anyhow::Result<rustls::Client
     if roots.is_empty() {
         bail!("certificate-authority holds no certificate");
     }
-    let chain = CertificateDer::pem_slice_iter(&creds.cert_pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| anyhow!("client-certificate: {e}"))?;
-    if chain.is_empty() {
-        bail!("client-certificate holds no certificate");
-    }
-    let key =
-        PrivateKeyDer::from_pem_slice(&creds.key_pem).map_err(|e| anyhow!("client-key: {e}"))?;
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .context("TLS versions")?
-        .with_root_certificates(roots)
-        .with_client_auth_cert(chain, key)
-        .context("client certificate and key")?;
+        .with_root_certificates(roots);
+    // A user with a token (or none at all) presents no certificate.
+    let mut config = if creds.cert_pem.is_empty() {
+        builder.with_no_client_auth()
+    } else {
+        let chain = CertificateDer::pem_slice_iter(&creds.cert_pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| anyhow!("client-certificate: {e}"))?;
+        if chain.is_empty() {
+            bail!("client-certificate holds no certificate");
+        }
+        let key = PrivateKeyDer::from_pem_slice(&creds.key_pem)
+            .map_err(|e| anyhow!("client-key: {e}"))?;
+        builder
+            .with_client_auth_cert(chain, key)
+            .context("client certificate and key")?
+    };
     config.alpn_protocols = vec![if http2 {
         b"h2".to_vec()
     } else {

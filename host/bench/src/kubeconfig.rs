@@ -2,8 +2,8 @@
 //!
 //! Only what the benchmark needs: the current context's cluster (`server`, and
 //! `certificate-authority-data` or `certificate-authority`) and user
-//! (`client-certificate-data`/`client-key-data` or the file forms). Relative file paths
-//! are resolved against the kubeconfig's directory, as kubectl does.
+//! (`client-certificate-data`/`client-key-data` or the file forms, or a bearer `token`).
+//! Relative file paths are resolved against the kubeconfig's directory, as kubectl does.
 
 use std::path::{Path, PathBuf};
 
@@ -19,10 +19,24 @@ pub struct Credentials {
     pub server: String,
     /// PEM of the certificate authority that signed the serving certificate.
     pub ca_pem: Vec<u8>,
-    /// PEM of the client certificate (chain).
+    /// PEM of the client certificate (chain); empty for a user with a token.
     pub cert_pem: Vec<u8>,
-    /// PEM of the client certificate's private key.
+    /// PEM of the client certificate's private key; empty for a user with a token.
     pub key_pem: Vec<u8>,
+    /// A bearer token (`Authorization: Bearer`), for a user without a certificate.
+    pub token: Option<String>,
+}
+
+impl Credentials {
+    /// The same server, with no credentials at all (TLS without a client certificate).
+    pub fn anonymous(&self) -> Credentials {
+        Credentials {
+            cert_pem: Vec::new(),
+            key_pem: Vec::new(),
+            token: None,
+            ..self.clone()
+        }
+    }
 }
 
 impl std::fmt::Debug for Credentials {
@@ -32,6 +46,7 @@ impl std::fmt::Debug for Credentials {
             .field("ca_pem", &format_args!("{} bytes", self.ca_pem.len()))
             .field("cert_pem", &format_args!("{} bytes", self.cert_pem.len()))
             .field("key_pem", &"<redacted>")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .finish()
     }
 }
@@ -82,6 +97,8 @@ struct User {
     client_key_data: Option<String>,
     #[serde(default)]
     client_key: Option<PathBuf>,
+    #[serde(default)]
+    token: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -150,23 +167,32 @@ pub fn parse(text: &str, base_dir: &Path) -> anyhow::Result<Credentials> {
         cluster.certificate_authority.as_deref(),
         base_dir,
     )?;
-    let cert_pem = data_or_file(
-        "client-certificate",
-        user.client_certificate_data.as_deref(),
-        user.client_certificate.as_deref(),
-        base_dir,
-    )?;
-    let key_pem = data_or_file(
-        "client-key",
-        user.client_key_data.as_deref(),
-        user.client_key.as_deref(),
-        base_dir,
-    )?;
+    let token = user.token.clone().filter(|t| !t.is_empty());
+    let has_cert = user.client_certificate_data.is_some() || user.client_certificate.is_some();
+    let (cert_pem, key_pem) = if token.is_some() && !has_cert {
+        (Vec::new(), Vec::new())
+    } else {
+        (
+            data_or_file(
+                "client-certificate",
+                user.client_certificate_data.as_deref(),
+                user.client_certificate.as_deref(),
+                base_dir,
+            )?,
+            data_or_file(
+                "client-key",
+                user.client_key_data.as_deref(),
+                user.client_key.as_deref(),
+                base_dir,
+            )?,
+        )
+    };
     Ok(Credentials {
         server: cluster.server.clone(),
         ca_pem,
         cert_pem,
         key_pem,
+        token,
     })
 }
 
@@ -244,6 +270,23 @@ mod tests {
         assert_eq!(c.server, "https://b:2");
         assert_eq!(c.ca_pem, b"FILECA");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A user with a bearer token and no certificate (what `kubectl config
+    /// set-credentials --token` writes).
+    #[test]
+    fn reads_a_token_user() {
+        let text = format!(
+            "clusters:\n- name: c\n  cluster: {{server: 'https://a:1', certificate-authority-data: {}}}\n\
+             users:\n- name: u\n  user: {{token: s3cret}}\n\
+             contexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n",
+            b64("A")
+        );
+        let c = parse(&text, Path::new(".")).unwrap();
+        assert_eq!(c.token.as_deref(), Some("s3cret"));
+        assert!(c.cert_pem.is_empty() && c.key_pem.is_empty());
+        assert!(!format!("{c:?}").contains("s3cret"));
+        assert!(c.anonymous().token.is_none());
     }
 
     #[test]

@@ -13,12 +13,14 @@
 //! * [`objects`] — pre-rendered request bodies.
 //! * [`stats`] — latency histograms, error tallies, CPU accounting.
 //! * [`watchline`] — watch stream framing and the fields the benchmark reads.
-//! * [`bench`], [`load`], [`watch`] — the scenarios; [`report`] — the summary.
+//! * [`bench`], [`load`], [`watch`], [`connections`] — the scenarios; [`report`] — the
+//!   summary.
 #![forbid(unsafe_code)]
 
 pub mod bench;
 pub mod cli;
 pub mod client;
+pub mod connections;
 pub mod kubeconfig;
 pub mod load;
 pub mod objects;

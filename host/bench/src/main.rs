@@ -56,6 +56,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
             Scenario::Apply => bench.apply().await.map(ScenarioReport::Load),
             Scenario::List => bench.list().await.map(ScenarioReport::Load),
             Scenario::Watch => bench.watch().await.map(ScenarioReport::Watch),
+            Scenario::Connections => bench.connections().await.map(ScenarioReport::Connections),
             Scenario::All => continue,
         };
         match result {
@@ -78,6 +79,14 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     if !w.correct() {
                         unclean = true;
                     }
+                }
+                if let ScenarioReport::Connections(c) = &r
+                    && !c.correct()
+                {
+                    if let Some(first) = &c.errors.first {
+                        println!("        first failure: {first}");
+                    }
+                    unclean = true;
                 }
                 summary.add(&r)?;
             }

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::cli::Args;
+use crate::connections::ConnectionsReport;
 use crate::load::LoadReport;
 use crate::watch::WatchReport;
 
@@ -14,6 +15,8 @@ pub enum ScenarioReport {
     Load(LoadReport),
     /// watch.
     Watch(WatchReport),
+    /// connections.
+    Connections(ConnectionsReport),
 }
 
 impl ScenarioReport {
@@ -22,6 +25,7 @@ impl ScenarioReport {
         match self {
             ScenarioReport::Load(r) => r.scenario,
             ScenarioReport::Watch(r) => r.scenario,
+            ScenarioReport::Connections(r) => r.scenario,
         }
     }
 }
@@ -31,6 +35,7 @@ impl std::fmt::Display for ScenarioReport {
         match self {
             ScenarioReport::Load(r) => r.fmt(f),
             ScenarioReport::Watch(r) => r.fmt(f),
+            ScenarioReport::Connections(r) => r.fmt(f),
         }
     }
 }
