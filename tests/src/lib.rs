@@ -476,6 +476,22 @@ impl Gateway {
         &self.client_files.ca
     }
 
+    /// A TLS client configuration that trusts the cluster CA and presents no client
+    /// certificate (an anonymous client, or one with a bearer token).
+    pub fn tls_config_without_certificate(&self) -> Arc<rustls::ClientConfig> {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject as _;
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_file_iter(self.ca_file()).expect("ca.crt") {
+            roots.add(cert.expect("a certificate")).expect("a root");
+        }
+        Arc::new(
+            rustls::ClientConfig::builder()
+                .with_root_certificates(roots)
+                .with_no_client_auth(),
+        )
+    }
+
     /// See [`HttpClient::request`].
     pub fn request(
         &self,

@@ -12,23 +12,9 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject as _;
 use wasmgate_e2e::{Gateway, gateway_builder};
 
 type Tls = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
-
-fn tls_config(gw: &Gateway) -> Arc<rustls::ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_file_iter(gw.ca_file()).expect("ca.crt") {
-        roots.add(cert.expect("a certificate")).expect("a root");
-    }
-    Arc::new(
-        rustls::ClientConfig::builder()
-            .with_root_certificates(roots)
-            .with_no_client_auth(),
-    )
-}
 
 fn tcp(gw: &Gateway) -> TcpStream {
     let s = TcpStream::connect(gw.addr()).expect("connect");
@@ -82,7 +68,7 @@ fn an_idle_tls_connection_without_a_request_is_closed_at_the_header_timeout() {
     let gw = gateway_builder!()
         .config("limits:\n  header-read-timeout-seconds: 2\n")
         .start();
-    let config = tls_config(&gw);
+    let config = gw.tls_config_without_certificate();
     let mut idle = tls(&gw, &config);
     idle.sock
         .set_read_timeout(Some(Duration::from_millis(200)))
@@ -112,7 +98,7 @@ fn idle_unauthenticated_connections_never_lock_out_a_client_with_credentials() {
             "limits:\n  max-unauthenticated-connections: {CAP}\n"
         ))
         .start();
-    let config = tls_config(&gw);
+    let config = gw.tls_config_without_certificate();
     let mut idle_tls: Vec<Tls> = (0..CAP).map(|_| tls(&gw, &config)).collect();
     let raw: Vec<TcpStream> = (0..CAP).map(|_| tcp(&gw)).collect();
     std::thread::sleep(Duration::from_millis(300));
@@ -170,7 +156,7 @@ fn bearer_token_connections_are_authenticated_connections() {
         "--user=watcher",
         "--user=other",
     ]);
-    let config = tls_config(&gw);
+    let config = gw.tls_config_without_certificate();
     let started = Instant::now();
     let mut watches: Vec<Tls> = (0..WATCHES)
         .map(|_| {

@@ -6,7 +6,6 @@
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt as _;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wasmgate_e2e::{Gateway, Storage, gateway_builder};
@@ -108,20 +107,6 @@ fn authenticated_watches_do_not_count_against_the_unauthenticated_cap() {
     }
 }
 
-fn tls_client(gw: &Gateway) -> Arc<rustls::ClientConfig> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject as _;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_file_iter(gw.ca_file()).expect("ca.crt") {
-        roots.add(cert.expect("a certificate")).expect("a root");
-    }
-    Arc::new(
-        rustls::ClientConfig::builder()
-            .with_root_certificates(roots)
-            .with_no_client_auth(),
-    )
-}
-
 /// A keep-alive connection with nothing in flight is closed after the idle timeout.
 #[test]
 fn idle_keep_alive_connections_are_closed() {
@@ -129,7 +114,7 @@ fn idle_keep_alive_connections_are_closed() {
         .config("limits:\n  idle-timeout-seconds: 2\n")
         .start();
     let conn = rustls::ClientConnection::new(
-        tls_client(&gw),
+        gw.tls_config_without_certificate(),
         "localhost".try_into().expect("server name"),
     )
     .expect("tls");
@@ -248,9 +233,11 @@ fn the_data_directory_and_store_are_private() {
 
 /// Sends `request` over TLS (no client certificate) and returns what comes back.
 fn tls_exchange(gw: &Gateway, request: &[u8]) -> String {
-    let conn =
-        rustls::ClientConnection::new(tls_client(gw), "localhost".try_into().expect("server name"))
-            .expect("tls");
+    let conn = rustls::ClientConnection::new(
+        gw.tls_config_without_certificate(),
+        "localhost".try_into().expect("server name"),
+    )
+    .expect("tls");
     let mut tls = rustls::StreamOwned::new(conn, connect(gw, Duration::from_secs(20)));
     tls.write_all(request).expect("write");
     let mut got = Vec::new();

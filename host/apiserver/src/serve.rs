@@ -281,12 +281,7 @@ async fn tls_connection(
     let (deadline, peer) = (conn.deadline, conn.peer);
     let member = conn.member.clone();
     // Closed to make room while it has sent nothing: it ends here.
-    let shed = async {
-        match &member {
-            Some(m) => m.shed().await,
-            None => std::future::pending::<()>().await,
-        }
-    };
+    let shed = Member::shed_of(member.as_deref());
     tokio::pin!(shed);
     let mut head = [0u8; 5];
     let peeked = tokio::select! {
@@ -416,13 +411,7 @@ impl Conn {
         // doing (an idle TLS connection, headers or an HTTP/2 preface trickling in).
         let first_request = tokio::time::sleep_until(self.deadline);
         tokio::pin!(first_request);
-        let member = self.member.clone();
-        let shed = async {
-            match &member {
-                Some(m) => m.shed().await,
-                None => std::future::pending::<()>().await,
-            }
-        };
+        let shed = Member::shed_of(self.member.as_deref());
         tokio::pin!(shed);
         let mut closing = false;
         loop {

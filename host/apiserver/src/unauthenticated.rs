@@ -136,6 +136,15 @@ impl Member {
     pub(crate) async fn shed(&self) {
         self.shed.notified().await;
     }
+
+    /// [`Member::shed`] of a connection's member; never, for one outside the pool (the
+    /// plain-HTTP listener's).
+    pub(crate) async fn shed_of(member: Option<&Member>) {
+        match member {
+            Some(m) => m.shed().await,
+            None => std::future::pending().await,
+        }
+    }
 }
 
 /// Leaves the pool when the connection ends.
