@@ -116,10 +116,9 @@ fn a_damaged_log_is_refused_and_repair_never_hands_a_resource_version_out_twice(
     log[damaged + 8 + 20] ^= 0x20;
     std::fs::write(&wal, &log).unwrap();
 
-    let refused = builder(data.path())
-        .try_start()
-        .err()
-        .expect("the gateway started on a damaged log");
+    let Err(refused) = builder(data.path()).try_start() else {
+        panic!("the gateway started on a damaged log");
+    };
     let message = format!("{refused:#}");
     for part in [
         "store.wal".to_owned(),

@@ -191,6 +191,18 @@ pub(crate) struct Request<'a> {
     pub(crate) source_ips: Vec<String>,
 }
 
+/// How a request ended, for its event.
+pub(crate) struct Outcome<'a> {
+    /// The response's status code.
+    pub(crate) code: u16,
+    /// The Status of a failure.
+    pub(crate) failure: Option<&'a Status>,
+    /// The request's object, when the level logs it.
+    pub(crate) request_object: Option<Value>,
+    /// The response's object, when the level logs it.
+    pub(crate) response_object: Option<Value>,
+}
+
 /// The audit log: a policy, and the thread that appends the events to the file (a slow
 /// disk delays the log, not the requests).
 #[derive(Debug)]
@@ -297,15 +309,18 @@ impl Log {
         &self,
         r: &Request<'_>,
         level: Level,
-        code: u16,
-        failure: Option<&Status>,
-        request_object: Option<Value>,
-        response_object: Option<Value>,
+        outcome: Outcome<'_>,
         annotations: &[(String, String)],
     ) {
         if level == Level::None {
             return;
         }
+        let Outcome {
+            code,
+            failure,
+            request_object,
+            response_object,
+        } = outcome;
         let fmt = |t: time::OffsetDateTime| {
             t.format(&time::format_description::well_known::Rfc3339)
                 .unwrap_or_default()

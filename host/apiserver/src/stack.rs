@@ -485,15 +485,13 @@ where
         received,
         source_ips,
     };
-    log.write(
-        &record,
-        level,
+    let outcome = audit::Outcome {
         code,
         failure,
         request_object,
         response_object,
-        &call.audit_annotations,
-    );
+    };
+    log.write(&record, level, outcome, &call.audit_annotations);
     result
 }
 
