@@ -57,6 +57,7 @@
 
 mod decode;
 mod encode;
+mod json;
 mod path;
 mod schema;
 mod wire;
@@ -258,6 +259,20 @@ pub fn can_encode(api_version: &str, kind: &str) -> bool {
 /// An object as a response body: [`MAGIC`], then `Unknown{typeMeta{api_version, kind},
 /// raw}` with the object's message; the JSON's own `apiVersion` and `kind` are not read.
 pub fn encode(api_version: &str, kind: &str, object: &Value) -> Result<Vec<u8>, ProtobufError> {
+    encode_view(api_version, kind, object)
+}
+
+/// [`encode`] for an object given as JSON text (a stored object), without building a
+/// `serde_json::Value` of it.
+pub fn encode_stored(api_version: &str, kind: &str, json: &[u8]) -> Result<Vec<u8>, ProtobufError> {
+    encode_view(api_version, kind, &parse_stored(kind, json)?)
+}
+
+fn encode_view<V: json::View>(
+    api_version: &str,
+    kind: &str,
+    object: &V,
+) -> Result<Vec<u8>, ProtobufError> {
     let message =
         schema::object(api_version, kind).ok_or_else(|| ProtobufError::UnsupportedKind {
             api_version: api_version.to_owned(),
@@ -269,6 +284,14 @@ pub fn encode(api_version: &str, kind: &str, object: &Value) -> Result<Vec<u8>, 
     out.extend_from_slice(&raw);
     out.extend_from_slice(&ENVELOPE_TAIL);
     Ok(out)
+}
+
+/// JSON text as the encoder's borrowed tree; text that is not JSON is unencodable.
+fn parse_stored<'a>(what: &str, json: &'a [u8]) -> Result<json::Json<'a>, ProtobufError> {
+    json::Json::parse(json).map_err(|e| ProtobufError::Unencodable {
+        path: what.to_owned(),
+        message: format!("not JSON: {e}"),
+    })
 }
 
 /// Encodes a list piece by piece, for lists too large to hold twice: the items first
@@ -333,6 +356,16 @@ impl ListEncoder {
 
     /// Appends one item (its field tag, length and message) to `out`.
     pub fn item(&self, object: &Value, out: &mut Vec<u8>) -> Result<(), ProtobufError> {
+        self.item_view(object, out)
+    }
+
+    /// [`ListEncoder::item`] for an object given as JSON text (a stored object). For a
+    /// `PartialObjectMetadataList`, the whole object will do: only its metadata is read.
+    pub fn item_stored(&self, json: &[u8], out: &mut Vec<u8>) -> Result<(), ProtobufError> {
+        self.item_view(&parse_stored(self.list.items.name, json)?, out)
+    }
+
+    fn item_view<V: json::View>(&self, object: &V, out: &mut Vec<u8>) -> Result<(), ProtobufError> {
         let (_, items) = self.list.numbers();
         let at = begin_len(out, items);
         let message = self.list.items;

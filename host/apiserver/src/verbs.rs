@@ -218,7 +218,7 @@ impl Ctx {
             )),
             Output::Protobuf => {
                 let (api_version, kind) = self.response_kind();
-                protobuf_response::object_response(code, &api_version, kind, &*obj.value()?)
+                protobuf_response::stored_response(code, &api_version, kind, &obj)
             }
             Output::Table(v) => {
                 let value = obj.value()?;
@@ -353,7 +353,6 @@ impl Ctx {
                     &self.rt.list_kind,
                     &list_meta,
                     items,
-                    |o| Ok(o),
                 )
                 .await
             }
@@ -363,7 +362,6 @@ impl Ctx {
                     "PartialObjectMetadataList",
                     &list_meta,
                     items,
-                    |o| Ok(json!({"metadata": meta(&o)})),
                 )
                 .await
             }

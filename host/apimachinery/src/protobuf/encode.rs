@@ -14,31 +14,45 @@
 //! [`ProtobufError::Unencodable`] with its path.
 
 use base64::Engine as _;
-use serde_json::Value;
 
 use super::ProtobufError;
 use super::decode::GO_ZERO_TIME_UNIX;
+use super::json::{Node, View};
 use super::path::Path;
 use super::schema::{Emit, Field, Kind, MAX_FIELDS, Message, Shape};
 use super::wire::{FIXED64, VARINT, begin_len, end_len, put_bytes, put_tag, put_varint};
 
-static TRUE: Value = Value::Bool(true);
+/// Which field of a message a JSON value goes to: `true` for `allows` of a
+/// `JSONSchemaPropsOrBool` given as a schema.
+enum Slot<'v, V> {
+    Empty,
+    Value(&'v V),
+    True,
+}
+
+impl<V> Clone for Slot<'_, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<V> Copy for Slot<'_, V> {}
 
 /// Appends the fields of `message` for the JSON `value` (an object in the message's
 /// [`Shape`]; `null` or a missing value is the zero message) to `out`.
-pub(crate) fn message(
+pub(crate) fn message<V: View>(
     message: &'static Message,
-    value: Option<&Value>,
+    value: Option<&V>,
     out: &mut Vec<u8>,
     path: &Path<'_>,
 ) -> Result<(), ProtobufError> {
-    let mut slots: [Option<&Value>; MAX_FIELDS] = [None; MAX_FIELDS];
+    let mut slots: [Slot<'_, V>; MAX_FIELDS] = [Slot::Empty; MAX_FIELDS];
     fill_slots(message, value, &mut slots, path)?;
     for (i, field) in message.in_number_order() {
         let v = match field.kind {
             // An embedded struct's fields are the parent object's.
-            Kind::Inline(_) => value,
-            _ => slots.get(i).copied().flatten(),
+            Kind::Inline(_) => value.map_or(Slot::Empty, Slot::Value),
+            _ => slots.get(i).copied().unwrap_or(Slot::Empty),
         };
         encode_field(field, v, out, &path.field(field.json))?;
     }
@@ -46,38 +60,35 @@ pub(crate) fn message(
 }
 
 /// Which JSON value each field of `message` takes from `value`.
-fn fill_slots<'v>(
+fn fill_slots<'v, V: View>(
     message: &'static Message,
-    value: Option<&'v Value>,
-    slots: &mut [Option<&'v Value>; MAX_FIELDS],
+    value: Option<&'v V>,
+    slots: &mut [Slot<'v, V>; MAX_FIELDS],
     path: &Path<'_>,
 ) -> Result<(), ProtobufError> {
     let Some(value) = value.filter(|v| !v.is_null()) else {
         return Ok(());
     };
-    let mut set = |name: &str, v: &'v Value| {
+    let mut set = |name: &str, v: Slot<'v, V>| {
         if let Some(i) = message.fields.iter().position(|f| f.json == name)
             && let Some(slot) = slots.get_mut(i)
         {
-            *slot = Some(v);
+            *slot = v;
         }
     };
-    match (message.shape, value) {
-        (Shape::Object, Value::Object(map)) => {
-            for (k, v) in map {
-                set(k, v);
-            }
+    let node = value.node();
+    match (message.shape, &node) {
+        (Shape::Object, Node::Object) => value.members(|k, v| set(k, Slot::Value(v))),
+        (Shape::List, Node::Array(_)) => set("items", Slot::Value(value)),
+        (Shape::SchemaOrArray, Node::Array(_)) => set("jSONSchemas", Slot::Value(value)),
+        (Shape::SchemaOrArray, Node::Object) => set("schema", Slot::Value(value)),
+        (Shape::SchemaOrBool, Node::Bool(_)) => set("allows", Slot::Value(value)),
+        (Shape::SchemaOrBool, Node::Object) => {
+            set("allows", Slot::True);
+            set("schema", Slot::Value(value));
         }
-        (Shape::List, Value::Array(_)) => set("items", value),
-        (Shape::SchemaOrArray, Value::Array(_)) => set("jSONSchemas", value),
-        (Shape::SchemaOrArray, Value::Object(_)) => set("schema", value),
-        (Shape::SchemaOrBool, Value::Bool(_)) => set("allows", value),
-        (Shape::SchemaOrBool, Value::Object(_)) => {
-            set("allows", &TRUE);
-            set("schema", value);
-        }
-        (Shape::SchemaOrStrings, Value::Array(_)) => set("property", value),
-        (Shape::SchemaOrStrings, Value::Object(_)) => set("schema", value),
+        (Shape::SchemaOrStrings, Node::Array(_)) => set("property", Slot::Value(value)),
+        (Shape::SchemaOrStrings, Node::Object) => set("schema", Slot::Value(value)),
         (_, other) => {
             return Err(path.unencodable(format!(
                 "expected {}, found {}",
@@ -95,24 +106,33 @@ fn fill_slots<'v>(
     Ok(())
 }
 
-fn json_type(v: &Value) -> &'static str {
+fn json_type<V>(v: &Node<'_, V>) -> &'static str {
     match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
+        Node::Null => "null",
+        Node::Bool(_) => "a boolean",
+        Node::I64(_) | Node::U64(_) | Node::F64(_) => "a number",
+        Node::Str(_) => "a string",
+        Node::Array(_) => "a list",
+        Node::Object => "an object",
     }
 }
 
-fn encode_field(
+fn encode_field<V: View>(
     field: &'static Field,
-    value: Option<&Value>,
+    slot: Slot<'_, V>,
     out: &mut Vec<u8>,
     path: &Path<'_>,
 ) -> Result<(), ProtobufError> {
-    let value = value.filter(|v| !v.is_null());
+    let value = match slot {
+        Slot::Value(v) if !v.is_null() => Some(v),
+        Slot::True => {
+            // `allows` of a schema: a bool field set to true.
+            put_tag(out, field.number, VARINT);
+            put_varint(out, 1);
+            return Ok(());
+        }
+        _ => None,
+    };
     let pointer = field.emit == Emit::IfSet;
     if pointer && value.is_none() {
         return Ok(());
@@ -132,21 +152,21 @@ fn encode_field(
             put_varint(out, v as u64);
         }
         Kind::Bool => {
-            let v = match value {
+            let v = match value.map(View::node) {
                 None => false,
-                Some(Value::Bool(b)) => *b,
-                Some(other) => return Err(mismatch("a boolean", other, path)),
+                Some(Node::Bool(b)) => b,
+                Some(other) => return Err(mismatch("a boolean", &other, path)),
             };
             put_tag(out, number, VARINT);
             put_varint(out, u64::from(v));
         }
         Kind::Double => {
-            let v = match value {
+            let v = match value.map(View::node) {
                 None => 0.0,
-                Some(Value::Number(n)) => n
-                    .as_f64()
-                    .ok_or_else(|| path.unencodable(format!("{n} is not a double")))?,
-                Some(other) => return Err(mismatch("a number", other, path)),
+                Some(Node::I64(i)) => i as f64,
+                Some(Node::U64(u)) => u as f64,
+                Some(Node::F64(f)) => f,
+                Some(other) => return Err(mismatch("a number", &other, path)),
             };
             put_tag(out, number, FIXED64);
             out.extend_from_slice(&v.to_bits().to_le_bytes());
@@ -190,11 +210,13 @@ fn encode_field(
             let Some(v) = value else {
                 return Ok(());
             };
-            let Value::Object(map) = v else {
-                return Err(mismatch("an object", v, path));
-            };
+            let node = v.node();
+            if !matches!(node, Node::Object) {
+                return Err(mismatch("an object", &node, path));
+            }
             // Go writes map entries sorted by key (byte order).
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            let mut entries: Vec<(&str, &V)> = Vec::new();
+            v.members(|k, e| entries.push((k, e)));
             entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
             for (key, entry) in entries {
                 let entry_path = path.key(key);
@@ -237,53 +259,52 @@ fn encode_field(
     Ok(())
 }
 
-fn mismatch(expected: &str, found: &Value, path: &Path<'_>) -> ProtobufError {
+fn mismatch<V>(expected: &str, found: &Node<'_, V>, path: &Path<'_>) -> ProtobufError {
     path.unencodable(format!("expected {expected}, found {}", json_type(found)))
 }
 
-fn string<'v>(value: Option<&'v Value>, path: &Path<'_>) -> Result<&'v str, ProtobufError> {
-    match value {
+fn string<'v, V: View>(value: Option<&'v V>, path: &Path<'_>) -> Result<&'v str, ProtobufError> {
+    match value.map(View::node) {
         None => Ok(""),
-        Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(mismatch("a string", other, path)),
+        Some(Node::Str(s)) => Ok(s),
+        Some(other) => Err(mismatch("a string", &other, path)),
     }
 }
 
-fn list<'v>(value: Option<&'v Value>, path: &Path<'_>) -> Result<&'v [Value], ProtobufError> {
-    match value {
+fn list<'v, V: View>(value: Option<&'v V>, path: &Path<'_>) -> Result<&'v [V], ProtobufError> {
+    match value.map(View::node) {
         None => Ok(&[]),
-        Some(Value::Array(items)) => Ok(items),
-        Some(other) => Err(mismatch("a list", other, path)),
+        Some(Node::Array(items)) => Ok(items),
+        Some(other) => Err(mismatch("a list", &other, path)),
     }
 }
 
 /// An integer within `min..=max`; a float with no fraction counts (JSON has one number
 /// type), as does nothing (zero).
-fn integer(
-    value: Option<&Value>,
+fn integer<V: View>(
+    value: Option<&V>,
     min: i64,
     max: i64,
     path: &Path<'_>,
 ) -> Result<i64, ProtobufError> {
-    let n = match value {
+    let (v, shown) = match value.map(View::node) {
         None => return Ok(0),
-        Some(Value::Number(n)) => n,
-        Some(other) => return Err(mismatch("an integer", other, path)),
-    };
-    let v = if let Some(i) = n.as_i64() {
-        Some(i)
-    } else if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18) {
-        Some(f as i64)
-    } else {
-        None
+        Some(Node::I64(i)) => (Some(i), i.to_string()),
+        Some(Node::U64(u)) => (None, u.to_string()),
+        Some(Node::F64(f)) => (
+            (f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64),
+            f.to_string(),
+        ),
+        Some(other) => return Err(mismatch("an integer", &other, path)),
     };
     v.filter(|v| (min..=max).contains(v))
-        .ok_or_else(|| path.unencodable(format!("{n} is out of range")))
+        .ok_or_else(|| path.unencodable(format!("{shown} is out of range")))
 }
 
-fn base64_bytes(value: &Value, path: &Path<'_>) -> Result<Vec<u8>, ProtobufError> {
-    let Value::String(s) = value else {
-        return Err(mismatch("a base64 string", value, path));
+fn base64_bytes<V: View>(value: &V, path: &Path<'_>) -> Result<Vec<u8>, ProtobufError> {
+    let node = value.node();
+    let Node::Str(s) = node else {
+        return Err(mismatch("a base64 string", &node, path));
     };
     base64::engine::general_purpose::STANDARD
         .decode(s)
@@ -291,22 +312,23 @@ fn base64_bytes(value: &Value, path: &Path<'_>) -> Result<Vec<u8>, ProtobufError
 }
 
 /// `raw = 1` holding the value's JSON text.
-fn raw_json(value: &Value, out: &mut Vec<u8>, path: &Path<'_>) -> Result<(), ProtobufError> {
-    let text = serde_json::to_vec(value).map_err(|e| path.unencodable(e.to_string()))?;
+fn raw_json<V: View>(value: &V, out: &mut Vec<u8>, path: &Path<'_>) -> Result<(), ProtobufError> {
+    let text = value.json_text().map_err(|e| path.unencodable(e))?;
     put_bytes(out, 1, &text);
     Ok(())
 }
 
 /// The `Timestamp` fields of an RFC 3339 time: `seconds`, then `nanos` (0 for a `Time`,
 /// microseconds for a `MicroTime`); nothing for Go's zero time.
-fn timestamp(
-    value: &Value,
+fn timestamp<V: View>(
+    value: &V,
     micro: bool,
     out: &mut Vec<u8>,
     path: &Path<'_>,
 ) -> Result<(), ProtobufError> {
-    let Value::String(s) = value else {
-        return Err(mismatch("an RFC 3339 time", value, path));
+    let node = value.node();
+    let Node::Str(s) = node else {
+        return Err(mismatch("an RFC 3339 time", &node, path));
     };
     if s.is_empty() {
         return Ok(());

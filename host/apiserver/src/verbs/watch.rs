@@ -261,15 +261,27 @@ fn shared_json_frame(ev: &Event, ty: &'static str) -> Bytes {
 }
 
 /// A protobuf frame: `WatchEvent{type, object: RawExtension{raw: the whole encoded
-/// object}}` after its 4-byte length (`ENC-04`).
-fn protobuf_frame(ty: &str, api_version: &str, kind: &str, obj: &Value) -> Bytes {
-    match protobuf::encode(api_version, kind, obj) {
+/// object}}` after its 4-byte length (`ENC-04`), of a stored object (its bytes, or
+/// decoded). A `PartialObjectMetadata` frame encodes only the object's metadata.
+fn protobuf_frame(ty: &str, api_version: &str, kind: &str, obj: Stored<'_>) -> Bytes {
+    let encoded = match obj {
+        Stored::Raw(raw) => protobuf::encode_stored(api_version, kind, raw),
+        Stored::Value(v) => protobuf::encode(api_version, kind, v),
+    };
+    match encoded {
         Ok(object) => Bytes::from(protobuf::watch_frame(ty, &object)),
         Err(e) => {
             tracing::warn!(error = %e, "a watch event has no protobuf form");
             protobuf_error_frame(&Status::internal())
         }
     }
+}
+
+/// An object of a protobuf frame.
+#[derive(Clone, Copy)]
+enum Stored<'a> {
+    Raw(&'a [u8]),
+    Value(&'a Value),
 }
 
 /// An `ERROR` event with a Status, in protobuf.
@@ -546,8 +558,7 @@ impl Stream {
             Output::Json => shared_json_frame(ev, ty),
             Output::Protobuf => cache(ev).protobuf_frames[frame_slot(ty)]
                 .get_or_init(|| {
-                    let obj = object::from_stored(&ev.value).unwrap_or(Value::Null);
-                    protobuf_frame(ty, &self.api_version, &self.kind, &obj)
+                    protobuf_frame(ty, &self.api_version, &self.kind, Stored::Raw(&ev.value))
                 })
                 .clone(),
             // Tables and metadata carry the whole metadata: decoded here, not the view.
@@ -567,21 +578,11 @@ impl Stream {
     /// `{"type":ty,"object":…}\n` in the stream's output form (or its protobuf frame).
     async fn frame(&mut self, ty: &str, raw: &Bytes, decoded: Option<&Value>) -> Bytes {
         if self.output.is_protobuf() {
-            let owned;
-            let obj = match decoded {
-                Some(o) => o,
-                None => {
-                    owned = object::from_stored(raw).unwrap_or(Value::Null);
-                    &owned
-                }
-            };
+            let obj = decoded.map_or(Stored::Raw(raw), Stored::Value);
             return match self.output {
-                Output::PartialObjectMetadata(v, _) => protobuf_frame(
-                    ty,
-                    v.api_version(),
-                    "PartialObjectMetadata",
-                    &json!({"metadata": meta(obj)}),
-                ),
+                Output::PartialObjectMetadata(v, _) => {
+                    protobuf_frame(ty, v.api_version(), "PartialObjectMetadata", obj)
+                }
                 _ => protobuf_frame(ty, &self.api_version, &self.kind, obj),
             };
         }
@@ -676,14 +677,19 @@ impl Stream {
         let obj = json!({"kind": self.kind, "apiVersion": self.api_version, "metadata": m});
         match self.output {
             Output::Protobuf => {
-                return protobuf_frame("BOOKMARK", &self.api_version, &self.kind, &obj);
+                return protobuf_frame(
+                    "BOOKMARK",
+                    &self.api_version,
+                    &self.kind,
+                    Stored::Value(&obj),
+                );
             }
             Output::PartialObjectMetadata(v, Encoding::Protobuf) => {
                 return protobuf_frame(
                     "BOOKMARK",
                     v.api_version(),
                     "PartialObjectMetadata",
-                    &json!({"metadata": obj["metadata"]}),
+                    Stored::Value(&obj),
                 );
             }
             _ => {}
