@@ -20,7 +20,9 @@ use super::decode::GO_ZERO_TIME_UNIX;
 use super::json::{Node, View};
 use super::path::Path;
 use super::schema::{Emit, Field, Kind, MAX_FIELDS, Message, Shape};
-use super::wire::{FIXED64, VARINT, begin_len, end_len, put_bytes, put_tag, put_varint};
+use super::wire::{
+    FIXED64, LEN, VARINT, begin_len, end_len, put_bytes, put_tag, put_varint, varint_len,
+};
 
 /// Which field of a message a JSON value goes to: `true` for `allows` of a
 /// `JSONSchemaPropsOrBool` given as a schema.
@@ -221,25 +223,34 @@ fn encode_field<V: View>(
             for (key, entry) in entries {
                 let entry_path = path.key(key);
                 let entry = Some(entry).filter(|e| !e.is_null());
-                let at = begin_len(out, number);
-                put_bytes(out, 1, key.as_bytes());
-                match field.kind {
-                    Kind::StringMap => put_bytes(out, 2, string(entry, &entry_path)?.as_bytes()),
-                    Kind::BytesMap => {
-                        let bytes = match entry {
-                            Some(e) => base64_bytes(e, &entry_path)?,
-                            None => Vec::new(),
-                        };
-                        put_bytes(out, 2, &bytes);
-                    }
+                let value: std::borrow::Cow<'_, [u8]> = match field.kind {
+                    Kind::StringMap => string(entry, &entry_path)?.as_bytes().into(),
+                    Kind::BytesMap => match entry {
+                        Some(e) => base64_bytes(e, &entry_path)?.into(),
+                        None => Vec::new().into(),
+                    },
                     Kind::MessageMap(inner) => {
+                        let at = begin_len(out, number);
+                        put_bytes(out, 1, key.as_bytes());
                         let value_at = begin_len(out, 2);
                         message(inner, entry, out, &entry_path)?;
                         end_len(out, value_at);
+                        end_len(out, at);
+                        continue;
                     }
-                    _ => {}
-                }
-                end_len(out, at);
+                    _ => continue,
+                };
+                // `{ key = 1; value = 2; }`, its length known before it is written (a
+                // large value is not moved to make room for a longer length).
+                let len = 2
+                    + varint_len(key.len() as u64)
+                    + key.len()
+                    + varint_len(value.len() as u64)
+                    + value.len();
+                put_tag(out, number, LEN);
+                put_varint(out, len as u64);
+                put_bytes(out, 1, key.as_bytes());
+                put_bytes(out, 2, &value);
             }
         }
         Kind::Strings => {

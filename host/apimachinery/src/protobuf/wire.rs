@@ -213,8 +213,8 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 
 /// The number of bytes `v` takes as a varint.
 pub(crate) fn varint_len(v: u64) -> usize {
-    // (bits needed + 6) / 7, at least 1.
-    ((64 - (v | 1).leading_zeros() as usize) + 6) / 7
+    // Seven bits a byte, at least one byte.
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// Appends a field tag.

@@ -90,9 +90,19 @@ pub(crate) async fn list_response(
     let mut len = 0;
     let mut items = items.into_iter().peekable();
     while items.peek().is_some() {
-        let mut page = Vec::with_capacity(64 * 1024);
-        for obj in items.by_ref().take(PAGE) {
-            match &obj {
+        let batch: Vec<Obj> = items.by_ref().take(PAGE).collect();
+        // The protobuf form of an object is smaller than its JSON: no growing (and
+        // copying) of the page as it fills.
+        let json_len: usize = batch
+            .iter()
+            .map(|o| match o {
+                Obj::Raw(raw) => raw.len() + 8,
+                Obj::Value(_) => 1024,
+            })
+            .sum();
+        let mut page = Vec::with_capacity(json_len);
+        for obj in &batch {
+            match obj {
                 Obj::Raw(raw) => encoder.item_stored(raw, &mut page),
                 Obj::Value(v) => encoder.item(v, &mut page),
             }
@@ -109,7 +119,7 @@ pub(crate) async fn list_response(
         .map_err(ApiError::internal)?;
     pages[0] = Bytes::from(head);
     pages.push(Bytes::from(tail));
-    let mut resp = Response::new(body::joined(Bytes::new(), pages, b"", b""));
+    let mut resp = Response::new(body::chunks(pages));
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
     Ok(resp)
