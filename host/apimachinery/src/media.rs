@@ -58,10 +58,32 @@ pub enum Output {
     Json,
     /// YAML.
     Yaml,
-    /// `meta.k8s.io` Table, with this version (`v1` or `v1beta1`).
+    /// Kubernetes protobuf (`ENC-04`): built-in kinds only.
+    Protobuf,
+    /// `meta.k8s.io` Table, with this version (`v1` or `v1beta1`); JSON only, as in kube.
     Table(MetaVersion),
-    /// `PartialObjectMetadata` / `PartialObjectMetadataList`.
-    PartialObjectMetadata(MetaVersion),
+    /// `PartialObjectMetadata` / `PartialObjectMetadataList`, in JSON or protobuf (for
+    /// every resource, custom ones included, as kube serves them).
+    PartialObjectMetadata(MetaVersion, Encoding),
+}
+
+impl Output {
+    /// Whether the response is protobuf.
+    pub fn is_protobuf(self) -> bool {
+        matches!(
+            self,
+            Output::Protobuf | Output::PartialObjectMetadata(_, Encoding::Protobuf)
+        )
+    }
+}
+
+/// The encoding of a `PartialObjectMetadata` response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// `application/json`.
+    Json,
+    /// `application/vnd.kubernetes.protobuf`.
+    Protobuf,
 }
 
 /// A `meta.k8s.io` version.
@@ -91,13 +113,30 @@ pub struct NotAcceptable {
     pub accepted: &'static str,
 }
 
+/// The media type of Kubernetes protobuf.
+pub const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
 fn json_like(essence: &str) -> bool {
     matches!(essence, "application/json" | "*/*" | "application/*")
 }
 
-/// Chooses the response encoding for objects and lists. `table_ok` says whether the
-/// resource can be rendered as a Table (every resource can; aggregated ones might not).
-pub fn negotiate_output(accept: &[MediaType], table_ok: bool) -> Result<Output, NotAcceptable> {
+/// What an endpoint can answer besides JSON and YAML.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The resource can be rendered as a Table (every resource can; aggregated ones
+    /// might not).
+    pub table: bool,
+    /// The resource's kind has a protobuf form (built-in kinds; never custom resources,
+    /// `ENC-05`).
+    pub protobuf: bool,
+}
+
+/// Chooses the response encoding for objects and lists: the first media range of
+/// `accept` the endpoint can answer, as kube-apiserver's negotiation does (`ENC-02`). A
+/// protobuf range is skipped where there is no protobuf (`ENC-05`: the client's JSON
+/// fallback, or 406); `as=Table` is JSON only, `as=PartialObjectMetadata[List]` JSON or
+/// protobuf for every resource.
+pub fn negotiate_output(accept: &[MediaType], endpoint: Endpoint) -> Result<Output, NotAcceptable> {
     if accept.is_empty() {
         return Ok(Output::Json);
     }
@@ -109,27 +148,51 @@ pub fn negotiate_output(accept: &[MediaType], table_ok: bool) -> Result<Output, 
         };
         match (m.essence.as_str(), m.param("as")) {
             ("application/json", Some("Table")) => {
-                if let (Some(v), true) = (version, table_ok) {
+                if let (Some(v), true) = (version, endpoint.table) {
                     return Ok(Output::Table(v));
                 }
             }
             (
-                "application/json",
+                essence @ ("application/json" | PROTOBUF),
                 Some("PartialObjectMetadata") | Some("PartialObjectMetadataList"),
             ) => {
                 if let Some(v) = version {
-                    return Ok(Output::PartialObjectMetadata(v));
+                    let encoding = if essence == PROTOBUF {
+                        Encoding::Protobuf
+                    } else {
+                        Encoding::Json
+                    };
+                    return Ok(Output::PartialObjectMetadata(v, encoding));
                 }
             }
             (_, Some(_)) => {}
             (e, None) if json_like(e) => return Ok(Output::Json),
             ("application/yaml", None) => return Ok(Output::Yaml),
+            (PROTOBUF, None) if endpoint.protobuf => return Ok(Output::Protobuf),
             _ => {}
         }
     }
     Err(NotAcceptable {
         accepted: "application/json, application/yaml, application/vnd.kubernetes.protobuf",
     })
+}
+
+/// Whether a `Status` (an error, or a delete's success) goes out in protobuf: when the
+/// first media range kube-apiserver's error writer can answer is protobuf. That writer
+/// negotiates without transformations (a range with `as=` is skipped) among JSON, YAML
+/// and protobuf, and answers JSON when none fits; YAML errors are answered in JSON here.
+pub fn status_in_protobuf(accept: &[MediaType]) -> bool {
+    for m in accept {
+        if m.param("as").is_some() || m.param("g").is_some() || m.param("v").is_some() {
+            continue;
+        }
+        match m.essence.as_str() {
+            PROTOBUF => return true,
+            e if json_like(e) || e == "application/yaml" => return false,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Discovery documents: aggregated (v2 or v2beta1) or legacy.
@@ -276,57 +339,131 @@ mod tests {
     const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
     const AGG: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
 
+    /// A built-in resource: Table and protobuf.
+    const BUILTIN: Endpoint = Endpoint {
+        table: true,
+        protobuf: true,
+    };
+    /// A custom resource: Table, no protobuf.
+    const CUSTOM: Endpoint = Endpoint {
+        table: true,
+        protobuf: false,
+    };
+
+    fn negotiate(accept: &str, endpoint: Endpoint) -> Result<Output, NotAcceptable> {
+        negotiate_output(&parse_accept(Some(accept)), endpoint)
+    }
+
     #[test]
     fn enc_08_table_params_in_any_order() {
         assert_eq!(
-            negotiate_output(&parse_accept(Some(TABLE)), true),
+            negotiate(TABLE, BUILTIN),
             Ok(Output::Table(MetaVersion::V1))
         );
         let seed = "application/json;as=Table;g=meta.k8s.io;v=v1beta1, application/json";
         assert_eq!(
-            negotiate_output(&parse_accept(Some(seed)), true),
+            negotiate(seed, BUILTIN),
             Ok(Output::Table(MetaVersion::V1beta1))
         );
-        assert_eq!(
-            negotiate_output(&parse_accept(Some(TABLE)), false),
-            Ok(Output::Json)
-        );
+        let no_table = Endpoint {
+            table: false,
+            protobuf: true,
+        };
+        assert_eq!(negotiate(TABLE, no_table), Ok(Output::Json));
     }
 
     #[test]
     fn enc_02_fallbacks_and_406() {
         let pb = "application/vnd.kubernetes.protobuf,application/json";
+        assert_eq!(negotiate(pb, CUSTOM), Ok(Output::Json));
+        assert_eq!(negotiate("application/yaml", BUILTIN), Ok(Output::Yaml));
+        assert_eq!(negotiate("*/*", BUILTIN), Ok(Output::Json));
         assert_eq!(
-            negotiate_output(&parse_accept(Some(pb)), true),
+            negotiate_output(&parse_accept(None), BUILTIN),
             Ok(Output::Json)
         );
+        assert!(negotiate("text/html", BUILTIN).is_err());
+        assert!(negotiate("application/json;as=Table;g=meta.k8s.io;v=v9", BUILTIN).is_err());
+    }
+
+    /// ENC-04: protobuf for built-in kinds, first choice or fallback, with parameters.
+    #[test]
+    fn enc_04_protobuf_negotiated() {
+        assert_eq!(negotiate(PROTOBUF, BUILTIN), Ok(Output::Protobuf));
+        let pb = "application/vnd.kubernetes.protobuf, application/json";
+        assert_eq!(negotiate(pb, BUILTIN), Ok(Output::Protobuf));
+        let json_first = "application/json, application/vnd.kubernetes.protobuf";
+        assert_eq!(negotiate(json_first, BUILTIN), Ok(Output::Json));
+        let fallback = "text/html, application/vnd.kubernetes.protobuf;q=0.5";
+        assert_eq!(negotiate(fallback, BUILTIN), Ok(Output::Protobuf));
         assert_eq!(
-            negotiate_output(&parse_accept(Some("application/yaml")), true),
-            Ok(Output::Yaml)
+            negotiate("text/html", BUILTIN).map_err(|e| e.accepted),
+            Err("application/json, application/yaml, application/vnd.kubernetes.protobuf")
         );
+        assert!(Output::Protobuf.is_protobuf());
+        assert!(!Output::Json.is_protobuf());
+    }
+
+    /// ENC-05: no protobuf for custom resources: 406 alone, JSON as the fallback.
+    #[test]
+    fn enc_05_no_protobuf_for_custom_resources() {
+        let e = negotiate(PROTOBUF, CUSTOM).unwrap_err();
         assert_eq!(
-            negotiate_output(&parse_accept(Some("*/*")), true),
+            e.to_string(),
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        );
+        let pb = "application/vnd.kubernetes.protobuf,application/json";
+        assert_eq!(negotiate(pb, CUSTOM), Ok(Output::Json));
+    }
+
+    /// ENC-04/ENC-05: Table is JSON only (kube's `AllowsMediaTypeTransform`); metadata
+    /// in protobuf for every resource, custom ones included.
+    #[test]
+    fn enc_04_transforms_in_protobuf() {
+        let pb_table = "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1";
+        assert!(negotiate(pb_table, BUILTIN).is_err());
+        assert_eq!(
+            negotiate(&format!("{pb_table}, application/json"), BUILTIN),
             Ok(Output::Json)
         );
+        let metadata = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        for endpoint in [BUILTIN, CUSTOM] {
+            assert_eq!(
+                negotiate(metadata, endpoint),
+                Ok(Output::PartialObjectMetadata(
+                    MetaVersion::V1,
+                    Encoding::Protobuf
+                ))
+            );
+        }
+        let json_metadata = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1";
         assert_eq!(
-            negotiate_output(&parse_accept(None), true),
-            Ok(Output::Json)
+            negotiate(json_metadata, CUSTOM),
+            Ok(Output::PartialObjectMetadata(
+                MetaVersion::V1beta1,
+                Encoding::Json
+            ))
         );
-        assert!(
-            negotiate_output(
-                &parse_accept(Some("application/vnd.kubernetes.protobuf")),
-                true
-            )
-            .is_err()
-        );
-        assert!(negotiate_output(&parse_accept(Some("text/html")), true).is_err());
-        assert!(
-            negotiate_output(
-                &parse_accept(Some("application/json;as=Table;g=meta.k8s.io;v=v9")),
-                true
-            )
-            .is_err()
-        );
+    }
+
+    /// ENC-04: errors go out in protobuf when protobuf is the first range the error
+    /// writer can answer.
+    #[test]
+    fn enc_04_status_encoding() {
+        let pb = |a: &str| status_in_protobuf(&parse_accept(Some(a)));
+        assert!(pb(PROTOBUF));
+        assert!(pb("application/vnd.kubernetes.protobuf, application/json"));
+        assert!(pb("text/html, application/vnd.kubernetes.protobuf"));
+        assert!(!pb("application/json, application/vnd.kubernetes.protobuf"));
+        assert!(!pb("*/*"));
+        assert!(!pb("application/yaml"));
+        assert!(!pb(
+            "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1"
+        ));
+        assert!(!pb(
+            "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1, application/json"
+        ));
+        assert!(!status_in_protobuf(&parse_accept(None)));
     }
 
     #[test]

@@ -260,6 +260,14 @@ impl Status {
     pub fn to_json(&self) -> Vec<u8> {
         serde_json::to_vec(self).unwrap_or_default()
     }
+
+    /// The Status as a Kubernetes protobuf body (`ENC-04`), as kube-apiserver writes an
+    /// error for a client that takes protobuf; `None` if it has no protobuf form (a
+    /// `retryAfterSeconds` beyond `int32`).
+    pub fn to_protobuf(&self) -> Option<Vec<u8>> {
+        let value = serde_json::to_value(self).ok()?;
+        crate::protobuf::encode("v1", "Status", &value).ok()
+    }
 }
 
 /// 415 UnsupportedMediaType: a request body (or patch) in a media type not accepted here.

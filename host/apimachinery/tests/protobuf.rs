@@ -754,7 +754,9 @@ fn enc04_delete_options() {
     );
 }
 
-/// ENC-04: the advertised kinds, each decoding with apiVersion and kind first.
+/// ENC-04: the advertised kinds (every built-in kind served, the answers of reviews and
+/// tokens, Scale, Status, metadata and `DeleteOptions` of every group version), each
+/// decoding with apiVersion and kind first.
 #[test]
 fn enc04_supported_kinds() {
     assert_eq!(
@@ -770,15 +772,45 @@ fn enc04_supported_kinds() {
             ("rbac.authorization.k8s.io/v1", "RoleBinding"),
             ("rbac.authorization.k8s.io/v1", "ClusterRole"),
             ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
-            ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
-            ("authorization.k8s.io/v1", "SubjectAccessReview"),
-            ("authorization.k8s.io/v1", "SelfSubjectRulesReview"),
-            ("authentication.k8s.io/v1", "SelfSubjectReview"),
+            (
+                "admissionregistration.k8s.io/v1",
+                "MutatingWebhookConfiguration"
+            ),
+            (
+                "admissionregistration.k8s.io/v1",
+                "ValidatingWebhookConfiguration"
+            ),
+            (
+                "admissionregistration.k8s.io/v1",
+                "ValidatingAdmissionPolicy"
+            ),
+            (
+                "admissionregistration.k8s.io/v1",
+                "ValidatingAdmissionPolicyBinding"
+            ),
+            ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+            ("apiregistration.k8s.io/v1", "APIService"),
+            ("events.k8s.io/v1", "Event"),
             ("authentication.k8s.io/v1", "TokenRequest"),
+            ("authentication.k8s.io/v1", "TokenReview"),
+            ("authentication.k8s.io/v1", "SelfSubjectReview"),
+            ("authorization.k8s.io/v1", "SubjectAccessReview"),
+            ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
+            ("authorization.k8s.io/v1", "LocalSubjectAccessReview"),
+            ("authorization.k8s.io/v1", "SelfSubjectRulesReview"),
+            ("autoscaling/v1", "Scale"),
+            ("v1", "Status"),
+            ("meta.k8s.io/v1", "PartialObjectMetadata"),
+            ("meta.k8s.io/v1beta1", "PartialObjectMetadata"),
             ("meta.k8s.io/v1", "DeleteOptions"),
             ("v1", "DeleteOptions"),
             ("coordination.k8s.io/v1", "DeleteOptions"),
             ("rbac.authorization.k8s.io/v1", "DeleteOptions"),
+            ("admissionregistration.k8s.io/v1", "DeleteOptions"),
+            ("apiextensions.k8s.io/v1", "DeleteOptions"),
+            ("apiregistration.k8s.io/v1", "DeleteOptions"),
+            ("events.k8s.io/v1", "DeleteOptions"),
+            ("autoscaling/v1", "DeleteOptions"),
         ]
     );
     for &(api_version, kind) in supported_kinds() {

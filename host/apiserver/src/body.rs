@@ -124,6 +124,47 @@ impl HttpBody for JoinedBody {
     }
 }
 
+/// A whole body sent as the given chunks, one frame each, none copied (a protobuf list's
+/// pages, encoded into buffers of their own).
+pub fn chunks(chunks: Vec<Bytes>) -> Body {
+    let remaining = chunks.iter().map(|c| c.len() as u64).sum();
+    ChunksBody {
+        chunks: chunks.into_iter(),
+        remaining,
+    }
+    .boxed()
+}
+
+struct ChunksBody {
+    chunks: std::vec::IntoIter<Bytes>,
+    remaining: u64,
+}
+
+impl HttpBody for ChunksBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = &mut *self;
+        let next = this.chunks.by_ref().find(|c| !c.is_empty());
+        Poll::Ready(next.map(|c| {
+            this.remaining = this.remaining.saturating_sub(c.len() as u64);
+            Ok(Frame::data(c))
+        }))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.remaining == 0
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.remaining)
+    }
+}
+
 /// A streamed body fed by `rx`, each message a batch of chunks sent in order (shared
 /// buffers: a watch event's frame is one buffer for all its watchers, never copied into
 /// a per-watcher one); it ends when the sender is dropped.
@@ -206,6 +247,25 @@ mod tests {
         // 'a' fits the first frame, 'b' does not (a new one), 'c' is larger than a
         // frame (its own), 'd' and the tail share the last.
         assert_eq!(sizes, [40_001, 30_001, 200_001, 3]);
+        assert!(body.is_end_stream());
+    }
+
+    /// A body of chunks is their concatenation, one frame each, its length known.
+    #[tokio::test]
+    async fn a_body_of_chunks_sends_them_as_they_are() {
+        let parts = vec![
+            Bytes::from_static(b"head"),
+            Bytes::new(),
+            Bytes::from(vec![7u8; 100_000]),
+            Bytes::from_static(b"tail"),
+        ];
+        let mut body = chunks(parts);
+        assert_eq!(body.size_hint().exact(), Some(100_008));
+        let mut sizes = Vec::new();
+        while let Some(f) = body.frame().await {
+            sizes.push(f.unwrap().into_data().unwrap().len());
+        }
+        assert_eq!(sizes, [4, 100_000, 4]);
         assert!(body.is_end_stream());
     }
 }

@@ -21,20 +21,28 @@ use crate::health::{self, Check};
 use crate::stack::Call;
 use crate::{Inner, discovery, verbs, version};
 
-/// A Status as a response.
-pub(crate) fn status_response(s: &Status) -> Response<Body> {
-    let mut r = Response::new(body::full(s.to_json()));
-    *r.status_mut() = StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+/// A Status as an error response, in protobuf when the request's `Accept` (`accept`)
+/// puts protobuf first among what an error can be written in (`ENC-04`), else JSON.
+pub(crate) fn status_response(s: &Status, accept: Option<&HeaderValue>) -> Response<Body> {
+    let protobuf = accept
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|a| media::status_in_protobuf(&media::parse_accept(Some(a))));
+    let code = StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = status_body_response(code, s, protobuf);
     if let Some(secs) = s.details.retry_after_seconds
         && let Ok(v) = HeaderValue::from_str(&secs.to_string())
     {
         r.headers_mut().insert(header::RETRY_AFTER, v);
     }
     r
+}
+
+/// A Status as the body of a response with `code`, in protobuf or JSON.
+pub(crate) fn status_body_response(code: StatusCode, s: &Status, protobuf: bool) -> Response<Body> {
+    match s.to_protobuf().filter(|_| protobuf) {
+        Some(bytes) => bytes_response(code, "application/vnd.kubernetes.protobuf", bytes),
+        None => bytes_response(code, "application/json", s.to_json()),
+    }
 }
 
 /// A JSON (or other) response with a status code.
@@ -215,9 +223,10 @@ where
         }
         RequestInfo::NonResource => Err(Status::not_found_path().into()),
         RequestInfo::Resource(r) if crate::reviews::is_review(&r) => {
+            let accept = header_str(req.headers(), header::ACCEPT).map(str::to_owned);
             let limit = inner.options.max_request_body_bytes;
             let body = within_body_timeout(inner, read_body(req.into_body(), limit)).await?;
-            crate::reviews::handle(inner, &r, &call.user, &body).await
+            crate::reviews::handle(inner, &r, &call.user, &body, accept.as_deref()).await
         }
         RequestInfo::Resource(r) => resource(inner, catalog, r, call, req).await,
     }

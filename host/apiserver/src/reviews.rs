@@ -10,6 +10,7 @@
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use serde_json::{Value, json};
+use wasmgate_apimachinery::media;
 use wasmgate_apimachinery::request_info::{ResourceRequest, Verb};
 use wasmgate_apimachinery::status::Status;
 
@@ -42,6 +43,7 @@ pub(crate) async fn handle(
     r: &ResourceRequest,
     user: &User,
     body: &Bytes,
+    accept: Option<&str>,
 ) -> ApiResult<Response<Body>> {
     if r.resource == "tokenreviews" && r.namespace.is_some() {
         // Cluster-scoped: kube serves no such path.
@@ -134,6 +136,23 @@ pub(crate) async fn handle(
     };
     if kind == "SelfSubjectReview" {
         review["metadata"]["creationTimestamp"] = json!(crate::object::now_rfc3339());
+    }
+    // kubectl's typed clients take protobuf first (`ENC-04`); anything else is JSON.
+    let endpoint = media::Endpoint {
+        table: false,
+        protobuf: true,
+    };
+    if media::negotiate_output(&media::parse_accept(accept), endpoint)
+        == Ok(media::Output::Protobuf)
+    {
+        let api_version = format!("{}/v1", r.group);
+        let bytes = wasmgate_apimachinery::protobuf::encode(&api_version, kind, &review)
+            .map_err(crate::error::ApiError::internal)?;
+        return Ok(crate::handler::bytes_response(
+            StatusCode::CREATED,
+            "application/vnd.kubernetes.protobuf",
+            bytes,
+        ));
     }
     let bytes = Bytes::from(serde_json::to_vec(&review).unwrap_or_default());
     Ok(crate::handler::bytes_response(

@@ -109,11 +109,16 @@ where
     let start = tokio::time::Instant::now();
     let method = req.method().clone();
     let raw_path = req.uri().path().to_owned();
+    // Errors are written in what the client accepts (JSON or protobuf).
+    let accept = req.headers().get(header::ACCEPT).cloned();
     let mut warnings = Vec::new();
     let routed = recover(describe(inner, req, certificate, &mut warnings)).await;
     let (mut resp, cause) = match routed {
         Ok(r) => (r, None),
-        Err(e) => (handler::status_response(&e.status), e.cause),
+        Err(e) => (
+            handler::status_response(&e.status, accept.as_ref()),
+            e.cause,
+        ),
     };
     for w in &warnings {
         let v = format!("299 - {}", go_quote_header(w));

@@ -14,6 +14,7 @@ mod list;
 mod list_stream;
 mod patch;
 mod printing;
+mod protobuf_response;
 mod scale;
 mod token;
 mod update;
@@ -25,7 +26,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use serde_json::{Map, Value, json};
 use wasmgate_apimachinery::json::{self as wjson, Decoded};
-use wasmgate_apimachinery::media::{self, BodyType, Output};
+use wasmgate_apimachinery::media::{self, BodyType, Encoding, Output};
 use wasmgate_apimachinery::options::{FieldValidation, Query};
 use wasmgate_apimachinery::request_info::{ResourceRequest, Verb};
 use wasmgate_apimachinery::status::{Status, Target};
@@ -163,7 +164,11 @@ impl Ctx {
 
     pub(crate) fn output(&self) -> ApiResult<Output> {
         let accept = media::parse_accept(header_str(&self.headers, header::ACCEPT));
-        media::negotiate_output(&accept, true).map_err(|e| Status::from(e).into())
+        let endpoint = media::Endpoint {
+            table: true,
+            protobuf: self.serves_protobuf(),
+        };
+        media::negotiate_output(&accept, endpoint).map_err(|e| Status::from(e).into())
     }
 
     /// A copy of the request's context that outlives the handler (for the task that
@@ -212,6 +217,10 @@ impl Ctx {
                 "application/yaml",
                 wjson::to_yaml(&*obj.value()?),
             )),
+            Output::Protobuf => {
+                let (api_version, kind) = self.response_kind();
+                protobuf_response::stored_response(code, &api_version, kind, &obj)
+            }
             Output::Table(v) => {
                 let value = obj.value()?;
                 let rv = meta_str(&value, "resourceVersion").unwrap_or("").to_owned();
@@ -228,9 +237,17 @@ impl Ctx {
                     encode_json(&t.to_json(), self.pretty()),
                 ))
             }
-            Output::PartialObjectMetadata(v) => {
+            Output::PartialObjectMetadata(v, encoding) => {
                 let value = obj.value()?;
                 let p = json!({"kind": "PartialObjectMetadata", "apiVersion": v.api_version(), "metadata": meta(&value)});
+                if encoding == Encoding::Protobuf {
+                    return protobuf_response::object_response(
+                        code,
+                        v.api_version(),
+                        "PartialObjectMetadata",
+                        &p,
+                    );
+                }
                 Ok(response(
                     code,
                     "application/json",
@@ -238,6 +255,13 @@ impl Ctx {
                 ))
             }
         }
+    }
+
+    /// A `Status` as the body of a success (a delete), in the encoding the request
+    /// negotiated: protobuf for a protobuf request, else JSON (`ENC-04`).
+    pub(crate) fn respond_status(&self, code: StatusCode, status: &Status) -> Response<Body> {
+        let protobuf = self.output().is_ok_and(Output::is_protobuf);
+        crate::handler::status_body_response(code, status, protobuf)
     }
 
     /// Renders a list.
@@ -323,7 +347,26 @@ impl Ctx {
                     encode_json(&t.to_json(), self.pretty()),
                 ))
             }
-            Output::PartialObjectMetadata(v) => {
+            Output::Protobuf => {
+                let api_version = self.api_version();
+                protobuf_response::list_response(
+                    &api_version,
+                    &self.rt.list_kind,
+                    &list_meta,
+                    items,
+                )
+                .await
+            }
+            Output::PartialObjectMetadata(v, Encoding::Protobuf) => {
+                protobuf_response::list_response(
+                    v.api_version(),
+                    "PartialObjectMetadataList",
+                    &list_meta,
+                    items,
+                )
+                .await
+            }
+            Output::PartialObjectMetadata(v, Encoding::Json) => {
                 let metas: Vec<Value> = items
                     .iter()
                     .map(|i| {
@@ -352,8 +395,8 @@ impl Ctx {
             })?,
             BodyType::Yaml => wjson::from_yaml(body)
                 .map_err(|e| Status::bad_request(format!("error converting YAML to JSON: {e}")))?,
-            BodyType::Protobuf if self.is_custom() => {
-                // ENC-05: no protobuf for custom resources.
+            BodyType::Protobuf if self.is_custom() && !self.serves_protobuf() => {
+                // ENC-05: no protobuf for custom resources (their Scale has one).
                 return Err(Status::from(media::UnsupportedMediaType {
                     accepted: "application/json, application/yaml",
                 })

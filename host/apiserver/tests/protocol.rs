@@ -354,12 +354,16 @@ async fn bad_input_gets_status_and_store_is_unchanged() {
         .await
         .expect(413);
     assert_eq!(r.reason(), "RequestEntityTooLarge");
-    // 406.
+    // 406: nothing acceptable (a Table has no protobuf form; ENC-04 protobuf itself is
+    // tested in protobuf.rs).
     let r = s
         .raw(
             Method::GET,
             "/api/v1/namespaces/demo/configmaps",
-            &[("accept", "application/vnd.kubernetes.protobuf")],
+            &[(
+                "accept",
+                "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1",
+            )],
             "",
             Some(admin()),
         )

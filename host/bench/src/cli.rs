@@ -22,8 +22,9 @@ use serde::Serialize;
 ///           objects created first, each client its own: compare with update.
 ///
 ///   list    LIST of a collection of LIST_SIZE objects (namespace NAMESPACE-list, emptied
-///           and refilled first), with limit=LIST_SIZE (or LIST_LIMIT; 0: none), as JSON or
-///           (with --list-table) as a Table.
+///           and refilled first), with limit=LIST_SIZE (or LIST_LIMIT; 0: none), as JSON,
+///           (with --list-table) as a Table, or (with --list-protobuf) in Kubernetes
+///           protobuf.
 ///
 ///   watch   WATCHERS watches (each its own connection, or HTTP/2 stream) from one
 ///           resourceVersion; a writer creates RATE objects/s stamped with their send time.
@@ -114,8 +115,14 @@ pub struct Args {
 
     /// Ask for lists as a Table (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`, as
     /// kubectl get does)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "list_protobuf")]
     pub list_table: bool,
+
+    /// Ask for lists in Kubernetes protobuf (`Accept: application/vnd.kubernetes.protobuf,
+    /// application/json`, as client-go configured with `ContentType:
+    /// application/vnd.kubernetes.protobuf` does); compare with the same run without it
+    #[arg(long)]
+    pub list_protobuf: bool,
 
     /// What to create: built-in ConfigMaps, or Widgets of the example CRD
     /// (examples/crds/widgets.yaml: a structural schema with defaults and CEL rules; the
@@ -336,5 +343,8 @@ mod tests {
         assert_eq!(Scenario::All.expand().len(), 6);
         let a = Args::try_parse_from(["b", "--scenario", "apply"]).unwrap();
         assert_eq!(a.scenario.name(), "apply");
+        let a = Args::try_parse_from(["b", "--scenario", "list", "--list-protobuf"]).unwrap();
+        assert!(a.list_protobuf);
+        assert!(Args::try_parse_from(["b", "--list-protobuf", "--list-table"]).is_err());
     }
 }

@@ -41,6 +41,12 @@ pub struct LoadReport {
     /// Objects in each list response (list only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub list_items: Option<u64>,
+    /// The encoding of list responses: `json`, `table` or `protobuf` (list only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list_encoding: Option<&'static str>,
+    /// Bytes of each list response body (list only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list_bytes: Option<u64>,
 }
 
 impl std::fmt::Display for LoadReport {
@@ -53,7 +59,9 @@ impl std::fmt::Display for LoadReport {
         if let Some(n) = self.list_items {
             write!(
                 f,
-                "  [{n} items/list, {:.1} MiB/s]",
+                "  [{n} items/list, {} {} B/list, {:.1} MiB/s]",
+                self.list_encoding.unwrap_or("json"),
+                self.list_bytes.unwrap_or(0),
                 self.response_mib_per_s
             )?;
         }
@@ -208,20 +216,22 @@ impl Op for ApplyOp {
 /// LIST one collection.
 struct ListOp {
     uri: Uri,
-    table: bool,
+    /// The `Accept` header, when not JSON.
+    accept: Option<&'static str>,
 }
 
 /// What kubectl get asks for.
 const TABLE_ACCEPT: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
 
+/// What client-go asks for when configured with protobuf.
+const PROTOBUF_ACCEPT: &str = "application/vnd.kubernetes.protobuf, application/json";
+
 impl Op for ListOp {
     fn next(&mut self, ep: &Endpoint) -> (Request<ReqBody>, bool) {
         let mut req = ep.request(Method::GET, self.uri.clone(), bytes::Bytes::new());
-        if self.table {
-            req.headers_mut().insert(
-                http::header::ACCEPT,
-                http::HeaderValue::from_static(TABLE_ACCEPT),
-            );
+        if let Some(accept) = self.accept {
+            req.headers_mut()
+                .insert(http::header::ACCEPT, http::HeaderValue::from_static(accept));
         }
         (req, true)
     }
@@ -352,6 +362,8 @@ impl Bench {
             duration_s: secs,
             cpu,
             list_items: None,
+            list_encoding: None,
+            list_bytes: None,
         })
     }
 
@@ -488,14 +500,39 @@ impl Bench {
             0 => coll.clone(),
             limit => format!("{coll}?limit={limit}"),
         };
-        // Check the collection once: warn when the list does not return exactly the
-        // objects just made (the run goes on).
-        let r = self.call(&mut ctl, Method::GET, &path, None).await?;
+        let (encoding, accept) = if self.args.list_protobuf {
+            ("protobuf", Some(PROTOBUF_ACCEPT))
+        } else if self.args.list_table {
+            ("table", Some(TABLE_ACCEPT))
+        } else {
+            ("json", None)
+        };
+        // Check the collection once, in the encoding measured: warn when the list does
+        // not return exactly the objects just made (the run goes on).
+        let mut req = self
+            .ep
+            .request(Method::GET, self.ep.uri(&path)?, bytes::Bytes::new());
+        if let Some(accept) = accept {
+            req.headers_mut()
+                .insert(http::header::ACCEPT, http::HeaderValue::from_static(accept));
+        }
+        let r = ctl
+            .exchange(req, true)
+            .await
+            .map_err(|e| anyhow::anyhow!("GET {path}: {e}"))?;
         if !r.status.is_success() {
             anyhow::bail!("{}", describe_failure(&Method::GET, &path, &r));
         }
-        let v: serde_json::Value = serde_json::from_slice(&r.body).context("list response")?;
+        let v: serde_json::Value = if self.args.list_protobuf {
+            if !r.body.starts_with(&wasmgate_apimachinery::protobuf::MAGIC) {
+                anyhow::bail!("GET {path} in protobuf: the reply is not protobuf");
+            }
+            wasmgate_apimachinery::protobuf::decode(&r.body).context("protobuf list response")?
+        } else {
+            serde_json::from_slice(&r.body).context("list response")?
+        };
         let items = v["items"].as_array().map_or(0, Vec::len) as u64;
+        let list_bytes = r.body.len() as u64;
         let want = match self.args.list_limit {
             Some(l) if l > 0 => n.min(l as usize),
             _ => n,
@@ -507,11 +544,13 @@ impl Bench {
         let ops = (0..self.args.concurrency)
             .map(|_| ListOp {
                 uri: uri.clone(),
-                table: self.args.list_table,
+                accept,
             })
             .collect();
         let mut report = self.run_load("list", ops).await?;
         report.list_items = Some(items);
+        report.list_encoding = Some(encoding);
+        report.list_bytes = Some(list_bytes);
         Ok(report)
     }
 }

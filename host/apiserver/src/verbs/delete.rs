@@ -45,11 +45,7 @@ pub(super) async fn delete(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
         }
         Deleted::Removed { uid, .. } => {
             let s = Status::success(ctx.target(&name), &uid);
-            Ok(crate::handler::bytes_response(
-                StatusCode::OK,
-                "application/json",
-                s.to_json(),
-            ))
+            Ok(ctx.respond_status(StatusCode::OK, &s))
         }
     }
 }

@@ -17,7 +17,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http::{HeaderValue, Response, StatusCode, header};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
-use wasmgate_apimachinery::media::Output;
+use wasmgate_apimachinery::media::{Encoding, Output};
 use wasmgate_apimachinery::options::ListSemantics;
 use wasmgate_apimachinery::table;
 
@@ -43,7 +43,7 @@ pub(super) async fn streams(ctx: &Ctx, limit: u64) -> Option<Streamed> {
     let streamed = match ctx.output() {
         Ok(Output::Json) if limit == 0 => Streamed::FromStore,
         Ok(Output::Json) => return None,
-        Ok(Output::PartialObjectMetadata(_)) => Streamed::FromStore,
+        Ok(Output::PartialObjectMetadata(_, Encoding::Json)) => Streamed::FromStore,
         Ok(Output::Table(_))
             if super::printing::PluginPrinter::for_request(ctx)
                 .await
@@ -255,7 +255,7 @@ impl Encoder {
                 }
                 return whole;
             }
-            Output::PartialObjectMetadata(v) => (
+            Output::PartialObjectMetadata(v, _) => (
                 "PartialObjectMetadataList".to_owned(),
                 v.api_version().to_owned(),
             ),
@@ -286,7 +286,7 @@ impl Encoder {
                     .map(|r| Bytes::from(serde_json::to_vec(r).unwrap_or_default()))
                     .collect()
             }
-            Output::PartialObjectMetadata(v) => items
+            Output::PartialObjectMetadata(v, _) => items
                 .iter()
                 .map(|i| {
                     i.value().map(|o| {

@@ -87,6 +87,12 @@ pub(super) async fn scale(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
             "application/yaml",
             wjson::to_yaml(&scale),
         )),
+        Output::Protobuf => super::protobuf_response::object_response(
+            StatusCode::OK,
+            "autoscaling/v1",
+            "Scale",
+            &scale,
+        ),
         _ => Ok(response(
             StatusCode::OK,
             "application/json",

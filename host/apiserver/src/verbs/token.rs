@@ -32,6 +32,17 @@ pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
             )],
         )
     })?;
+    if matches!(
+        ctx.output(),
+        Ok(wasmgate_apimachinery::media::Output::Protobuf)
+    ) {
+        return super::protobuf_response::object_response(
+            StatusCode::CREATED,
+            "authentication.k8s.io/v1",
+            "TokenRequest",
+            &issued,
+        );
+    }
     let bytes = Bytes::from(serde_json::to_vec(&issued).unwrap_or_default());
     Ok(crate::handler::bytes_response(
         StatusCode::CREATED,

@@ -1,5 +1,7 @@
 //! `watch` (`WATCH-01`..`WATCH-06`, `WATCH-08`, `STREAM-01`..`STREAM-04`, `GAP-02`,
-//! `GAP-03`): a chunked stream of `{"type":…,"object":…}` lines.
+//! `GAP-03`): a chunked stream of `{"type":…,"object":…}` lines, or, for a client that
+//! takes protobuf (`ENC-04`, `application/vnd.kubernetes.protobuf;stream=watch`), of
+//! length-prefixed `WatchEvent` messages each holding the whole encoded object.
 //!
 //! Errors known before the stream starts (bad options, a compacted revision) are plain
 //! HTTP errors; errors after it started are an `ERROR` event with a Status, then the end.
@@ -22,8 +24,9 @@ use http::{HeaderValue, Response, StatusCode, header};
 use rand::Rng;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use wasmgate_apimachinery::media::{NotAcceptable, Output};
+use wasmgate_apimachinery::media::{Encoding, NotAcceptable, Output};
 use wasmgate_apimachinery::options::{ListOptions, ListSemantics, WatchStart, watch_start};
+use wasmgate_apimachinery::protobuf;
 use wasmgate_apimachinery::status::Status;
 use wasmgate_apimachinery::table::{self, IncludeObject};
 use wasmgate_storage::{Event, EventKind, StorageError, Watcher};
@@ -53,14 +56,17 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     let filter = Filter::new(&ctx.rt, opts.label_selector.clone(), fields)?;
     let start = watch_start(&opts).map_err(|e| Status::bad_request(e.0))?;
     let output = match ctx.output()? {
+        // kube's stream negotiation: YAML has no stream form.
         Output::Yaml => {
             return Err(Status::from(NotAcceptable {
-                accepted: "application/json, application/json;as=Table",
+                accepted: "application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch",
             })
             .into());
         }
         o => o,
     };
+    let (object_api_version, object_kind) = ctx.response_kind();
+    let object_kind = object_kind.to_owned();
     let include = ctx.include_object()?;
     let presenter = ctx.presenter();
     let store = &ctx.inner.store;
@@ -129,8 +135,8 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         filter,
         output,
         include,
-        kind: ctx.rt.kind.clone(),
-        api_version: ctx.api_version(),
+        kind: object_kind,
+        api_version: object_api_version,
         sent_columns: false,
         presenter,
         columns,
@@ -154,10 +160,13 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     ));
     let mut resp = Response::new(body::channel(rx));
     *resp.status_mut() = StatusCode::OK;
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    let content_type = if output.is_protobuf() {
+        protobuf::WATCH_MEDIA_TYPE
+    } else {
+        "application/json"
+    };
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp.headers_mut().insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("no-cache, private"),
@@ -172,6 +181,8 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
 struct EventCache {
     decoded: std::sync::OnceLock<DecodedEvent>,
     json_frames: [std::sync::OnceLock<Bytes>; 3],
+    /// The protobuf frames, for watchers of the object's own kind in protobuf.
+    protobuf_frames: [std::sync::OnceLock<Bytes>; 3],
 }
 
 /// The synthetic ADDED events a watch starts with: a page read, and where the rest
@@ -234,16 +245,49 @@ fn json_frame(ty: &str, raw: &[u8]) -> Bytes {
     f.freeze()
 }
 
-/// The JSON frame of `ev` as `ty`, made once for all its watchers.
-fn shared_json_frame(ev: &Event, ty: &'static str) -> Bytes {
-    let slot = match ty {
+fn frame_slot(ty: &str) -> usize {
+    match ty {
         "ADDED" => 0,
         "MODIFIED" => 1,
         _ => 2,
-    };
-    cache(ev).json_frames[slot]
+    }
+}
+
+/// The JSON frame of `ev` as `ty`, made once for all its watchers.
+fn shared_json_frame(ev: &Event, ty: &'static str) -> Bytes {
+    cache(ev).json_frames[frame_slot(ty)]
         .get_or_init(|| json_frame(ty, &ev.value))
         .clone()
+}
+
+/// A protobuf frame: `WatchEvent{type, object: RawExtension{raw: the whole encoded
+/// object}}` after its 4-byte length (`ENC-04`), of a stored object (its bytes, or
+/// decoded). A `PartialObjectMetadata` frame encodes only the object's metadata.
+fn protobuf_frame(ty: &str, api_version: &str, kind: &str, obj: Stored<'_>) -> Bytes {
+    let encoded = match obj {
+        Stored::Raw(raw) => protobuf::encode_stored(api_version, kind, raw),
+        Stored::Value(v) => protobuf::encode(api_version, kind, v),
+    };
+    match encoded {
+        Ok(object) => Bytes::from(protobuf::watch_frame(ty, &object)),
+        Err(e) => {
+            tracing::warn!(error = %e, "a watch event has no protobuf form");
+            protobuf_error_frame(&Status::internal())
+        }
+    }
+}
+
+/// An object of a protobuf frame.
+#[derive(Clone, Copy)]
+enum Stored<'a> {
+    Raw(&'a [u8]),
+    Value(&'a Value),
+}
+
+/// An `ERROR` event with a Status, in protobuf.
+fn protobuf_error_frame(status: &Status) -> Bytes {
+    let object = status.to_protobuf().unwrap_or_default();
+    Bytes::from(protobuf::watch_frame("ERROR", &object))
 }
 
 struct Stream {
@@ -332,7 +376,7 @@ impl Stream {
             {
                 Ok(page) => items = page,
                 Err(e) => {
-                    let f = json_frame("ERROR", &e.status.to_json());
+                    let f = self.error_frame(&e.status);
                     let _ = self
                         .send(vec![f], &watcher, &mut shutdown, &mut deadline)
                         .await;
@@ -409,7 +453,7 @@ impl Stream {
                             Status::internal()
                         }
                     };
-                    let f = json_frame("ERROR", &status.to_json());
+                    let f = self.error_frame(&status);
                     let _ = self
                         .send(vec![f], &watcher, &mut shutdown, &mut deadline)
                         .await;
@@ -505,27 +549,50 @@ impl Stream {
             if let Err(e) = p.apply(&mut obj).await {
                 // A failed conversion: the client sees why, as kube-apiserver's watch
                 // reports a decoding error of an event.
-                return json_frame("ERROR", &e.status.to_json());
+                return self.error_frame(&e.status);
             }
             let raw = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
             return self.frame(ty, &raw, Some(&obj)).await;
         }
         match self.output {
             Output::Json => shared_json_frame(ev, ty),
+            Output::Protobuf => cache(ev).protobuf_frames[frame_slot(ty)]
+                .get_or_init(|| {
+                    protobuf_frame(ty, &self.api_version, &self.kind, Stored::Raw(&ev.value))
+                })
+                .clone(),
             // Tables and metadata carry the whole metadata: decoded here, not the view.
             _ => self.frame(ty, &ev.value, None).await,
         }
     }
 
-    /// `{"type":ty,"object":…}\n` in the stream's output form.
+    /// An `ERROR` event with `status`, in the stream's encoding.
+    fn error_frame(&self, status: &Status) -> Bytes {
+        if self.output.is_protobuf() {
+            protobuf_error_frame(status)
+        } else {
+            json_frame("ERROR", &status.to_json())
+        }
+    }
+
+    /// `{"type":ty,"object":…}\n` in the stream's output form (or its protobuf frame).
     async fn frame(&mut self, ty: &str, raw: &Bytes, decoded: Option<&Value>) -> Bytes {
+        if self.output.is_protobuf() {
+            let obj = decoded.map_or(Stored::Raw(raw), Stored::Value);
+            return match self.output {
+                Output::PartialObjectMetadata(v, _) => {
+                    protobuf_frame(ty, v.api_version(), "PartialObjectMetadata", obj)
+                }
+                _ => protobuf_frame(ty, &self.api_version, &self.kind, obj),
+            };
+        }
         let mut f = BytesMut::with_capacity(raw.len() + 40);
         f.put_slice(br#"{"type":""#);
         f.put_slice(ty.as_bytes());
         f.put_slice(br#"","object":"#);
         match self.output {
-            Output::Json | Output::Yaml => f.put_slice(raw),
-            Output::Table(v) | Output::PartialObjectMetadata(v) => {
+            Output::Json | Output::Yaml | Output::Protobuf => f.put_slice(raw),
+            Output::Table(v) | Output::PartialObjectMetadata(v, _) => {
                 let owned;
                 let obj = match decoded {
                     Some(o) => o,
@@ -608,6 +675,25 @@ impl Stream {
             m["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         let obj = json!({"kind": self.kind, "apiVersion": self.api_version, "metadata": m});
+        match self.output {
+            Output::Protobuf => {
+                return protobuf_frame(
+                    "BOOKMARK",
+                    &self.api_version,
+                    &self.kind,
+                    Stored::Value(&obj),
+                );
+            }
+            Output::PartialObjectMetadata(v, Encoding::Protobuf) => {
+                return protobuf_frame(
+                    "BOOKMARK",
+                    v.api_version(),
+                    "PartialObjectMetadata",
+                    Stored::Value(&obj),
+                );
+            }
+            _ => {}
+        }
         let mut f =
             serde_json::to_vec(&json!({"type": "BOOKMARK", "object": obj})).unwrap_or_default();
         f.push(b'\n');
