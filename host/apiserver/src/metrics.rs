@@ -354,7 +354,7 @@ pub(crate) fn series(
     inner: &crate::Inner,
     call: &crate::stack::Call,
     headers: &http::HeaderMap,
-) -> Option<Arc<requests::Series>> {
+) -> Option<requests::SeriesId> {
     let req = requests::Request {
         method: &call.method,
         path: &call.path,

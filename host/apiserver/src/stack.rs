@@ -134,7 +134,8 @@ where
         }
     }
     let code = resp.status().as_u16();
-    let elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
+    let elapsed = start.elapsed();
+    let elapsed_ms = elapsed.as_secs_f64() * 1e3;
     let path = raw_path;
     match cause {
         Some(c) => tracing::warn!(%method, %path, code, elapsed_ms, cause = %c, "request failed"),
@@ -142,7 +143,7 @@ where
         None => tracing::debug!(%method, %path, code, elapsed_ms, "request"),
     }
     // Every answer counts, the filters' (401, 403, 429) too (`WithRequestInfo`'s place).
-    let resp = crate::metrics::requests::Requests::finish(series, start, resp);
+    let resp = (inner.metrics.requests).finish(series, start, elapsed, resp);
     if method == Method::HEAD {
         let (parts, _) = resp.into_parts();
         return Response::from_parts(parts, body::empty());
@@ -177,7 +178,7 @@ async fn describe<B>(
     req: Request<B>,
     certificate: Option<User>,
     warnings: &mut Vec<String>,
-    series: &mut Option<Arc<crate::metrics::requests::Series>>,
+    series: &mut Option<crate::metrics::requests::SeriesId>,
 ) -> ApiResult<Response<Body>>
 where
     B: crate::body::RequestBody,

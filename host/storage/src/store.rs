@@ -448,8 +448,10 @@ impl Store {
     pub async fn get(&self, key: &str, at: ReadAt) -> Result<(Revision, Option<Versioned>)> {
         let started = tokio::time::Instant::now();
         let r = self.get_timed(key, at).await;
-        let failed = r.as_ref().is_err_and(crate::stats::is_failure);
-        (self.shared.requests.of(key)).observe(Operation::Get, started.elapsed(), failed);
+        if let Some(t) = self.shared.requests.of(key) {
+            let failed = r.as_ref().is_err_and(crate::stats::is_failure);
+            t.observe(Operation::Get, started.elapsed(), failed);
+        }
         r
     }
 
@@ -505,8 +507,10 @@ impl Store {
         let r = self
             .list_timed(prefix, at, start_after, limit, count_remaining)
             .await;
-        let failed = r.as_ref().is_err_and(crate::stats::is_failure);
-        (self.shared.requests.of(prefix)).observe(Operation::List, started.elapsed(), failed);
+        if let Some(t) = self.shared.requests.of(prefix) {
+            let failed = r.as_ref().is_err_and(crate::stats::is_failure);
+            t.observe(Operation::List, started.elapsed(), failed);
+        }
         r
     }
 
@@ -642,8 +646,10 @@ impl Store {
         };
         let stats = self.shared.requests.of(&write.key);
         let r = self.write_timed(write).await;
-        let failed = r.as_ref().is_err_and(crate::stats::is_failure);
-        stats.observe(op, started.elapsed(), failed);
+        if let Some(t) = stats {
+            let failed = r.as_ref().is_err_and(crate::stats::is_failure);
+            t.observe(op, started.elapsed(), failed);
+        }
         r
     }
 

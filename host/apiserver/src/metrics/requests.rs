@@ -25,15 +25,17 @@
 //! streams, as kube's `RecordLongRunning` has it.
 //!
 //! ## Cost
-//! A series is made once per label set; a request then finds it by one hash of its labels
-//! under a read lock, without allocating, and records with three atomic adds.
+//! A series is made once per label set, in a slot of a fixed table that is never
+//! emptied. A request then finds it without a lock or an allocation (one short hash of
+//! its labels, atomic loads while probing) and records its answer with three atomic adds
+//! (its code, its duration's bucket, the durations' sum).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Response, header};
@@ -83,7 +85,7 @@ struct Labels<'a> {
 
 impl Labels<'_> {
     fn hash(&self) -> u64 {
-        let mut h = std::hash::DefaultHasher::new();
+        let mut h = FxHasher(0);
         Hash::hash(self, &mut h);
         h.finish()
     }
@@ -131,8 +133,10 @@ impl OwnedLabels {
 
 /// One label set's counters: responses by code, durations, watches streaming.
 #[derive(Debug)]
-pub(crate) struct Series {
+struct Series {
     labels: OwnedLabels,
+    /// [`Labels::hash`] of `labels`.
+    hash: u64,
     codes: [AtomicU64; CODES.len()],
     other_codes: Mutex<Vec<(u16, u64)>>,
     duration: Buckets,
@@ -144,9 +148,10 @@ pub(crate) struct Series {
 }
 
 impl Series {
-    fn new(labels: OwnedLabels) -> Series {
+    fn new(labels: OwnedLabels, hash: u64) -> Series {
         Series {
             labels,
+            hash,
             codes: Default::default(),
             other_codes: Mutex::new(Vec::new()),
             duration: Buckets::new(&DURATION_BOUNDS, 1e-9),
@@ -155,7 +160,7 @@ impl Series {
         }
     }
 
-    fn record(&self, code: u16, took: std::time::Duration) {
+    fn record(&self, code: u16, took: Duration) {
         match CODES.iter().position(|c| *c == code) {
             Some(i) => {
                 self.codes[i].fetch_add(1, Ordering::Relaxed);
@@ -180,23 +185,50 @@ impl Series {
     }
 }
 
-/// A pass-through hasher for keys that are hashes already.
-#[derive(Default)]
-struct Prehashed(u64);
+/// FxHash (rustc's): a rotate, xor and multiply per word. Enough for a table of label
+/// sets this process makes (a request for something not served never gets a slot).
+struct FxHasher(u64);
 
-impl Hasher for Prehashed {
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FxHasher {
     fn finish(&self) -> u64 {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 << 8) ^ u64::from(*b);
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            self.add(u64::from_le_bytes(b));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(b));
         }
     }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
     }
 }
+
+/// Slots of the series table (a power of two). A label set past them is not counted
+/// (and says so once): kube's label sets number in the hundreds, this is thousands.
+const SLOTS_BITS: u32 = 13;
+const SLOTS: usize = 1 << SLOTS_BITS;
+
+/// Where a request's series is in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SeriesId(usize);
 
 /// Non-watch requests holding a place in the in-flight budget, by kind, and the most
 /// of them at once in the last second (kube reports that maximum).
@@ -217,11 +249,29 @@ impl Drop for Executing<'_> {
 }
 
 /// Every request series, and the in-flight gauges.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Requests {
-    series: RwLock<HashMap<u64, Vec<Arc<Series>>, BuildHasherDefault<Prehashed>>>,
+    /// An open-addressing table (linear probing) whose slots are filled once and never
+    /// emptied, so that lookups need no lock: a label set is always found before the
+    /// first empty slot of its probe sequence.
+    slots: Box<[OnceLock<Box<Series>>]>,
+    /// Held while filling a slot.
+    adding: Mutex<()>,
+    /// Whether the table was found full (logged once).
+    full: AtomicBool,
     /// `readOnly`, `mutating`.
     inflight: [Inflight; 2],
+}
+
+impl Default for Requests {
+    fn default() -> Requests {
+        Requests {
+            slots: (0..SLOTS).map(|_| OnceLock::new()).collect(),
+            adding: Mutex::new(()),
+            full: AtomicBool::new(false),
+            inflight: Default::default(),
+        }
+    }
 }
 
 /// Where a request's labels come from.
@@ -241,7 +291,7 @@ impl Requests {
         &self,
         req: &Request<'_>,
         known: impl FnOnce(&ResourceRequest) -> bool,
-    ) -> Option<Arc<Series>> {
+    ) -> Option<SeriesId> {
         let resource = match req.info {
             Some(RequestInfo::Resource(r)) => Some(r),
             _ => None,
@@ -251,7 +301,7 @@ impl Requests {
             None => health_labels(req.method, req.path)?,
         };
         let hash = labels.hash();
-        if let Some(found) = self.find(hash, &labels) {
+        if let Ok(found) = self.find(hash, &labels) {
             return Some(found);
         }
         if let Some(r) = resource
@@ -259,47 +309,69 @@ impl Requests {
         {
             return None;
         }
-        let mut all = self
-            .series
-            .write()
+        let _adding = self
+            .adding
+            .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let same = all.entry(hash).or_default();
-        if let Some(s) = same.iter().find(|s| s.labels.borrowed() == labels) {
-            return Some(s.clone());
+        // Another request may have added it meanwhile.
+        let empty = match self.find(hash, &labels) {
+            Ok(found) => return Some(found),
+            Err(empty) => empty,
+        };
+        let Some(slot) = empty else {
+            if !self.full.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "{SLOTS} request metric series: requests of new label sets are not counted"
+                );
+            }
+            return None;
+        };
+        let series = Box::new(Series::new(labels.owned(), hash));
+        let _ = self.slots[slot].set(series);
+        Some(SeriesId(slot))
+    }
+
+    /// The slot holding `labels`, else the first empty slot of its probe sequence
+    /// (`None`: the table is full).
+    fn find(&self, hash: u64, labels: &Labels<'_>) -> Result<SeriesId, Option<usize>> {
+        let mut i = (hash >> (64 - SLOTS_BITS)) as usize;
+        for _ in 0..SLOTS {
+            match self.slots[i].get() {
+                Some(s) if s.hash == hash && s.labels.borrowed() == *labels => {
+                    return Ok(SeriesId(i));
+                }
+                Some(_) => i = (i + 1) & (SLOTS - 1),
+                None => return Err(Some(i)),
+            }
         }
-        let s = Arc::new(Series::new(labels.owned()));
-        same.push(s.clone());
-        Some(s)
+        Err(None)
     }
 
-    fn find(&self, hash: u64, labels: &Labels<'_>) -> Option<Arc<Series>> {
-        let all = self
-            .series
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        all.get(&hash)?
-            .iter()
-            .find(|s| s.labels.borrowed() == *labels)
-            .cloned()
+    fn get(&self, id: SeriesId) -> Option<&Series> {
+        self.slots.get(id.0)?.get().map(|b| &**b)
     }
 
-    /// Records the response to a request of `series` that started at `started`. A
-    /// watch being streamed is recorded when its body ends (its client left, it timed
-    /// out, or the server shut it).
+    /// Records the response to a request of `series` that started at `started` and
+    /// took `took` (the response is ready). A watch being streamed is recorded when its
+    /// body ends (its client left, it timed out, or the server shut it), with its whole
+    /// duration.
     pub(crate) fn finish(
-        series: Option<Arc<Series>>,
+        self: &Arc<Self>,
+        series: Option<SeriesId>,
         started: Instant,
+        took: Duration,
         resp: Response<Body>,
     ) -> Response<Body> {
-        let Some(series) = series else {
+        let Some((id, s)) = series.and_then(|id| Some((id, self.get(id)?))) else {
             return resp;
         };
         let code = resp.status().as_u16();
-        if series.is_watch() && resp.status().is_success() {
-            series.longrunning.fetch_add(1, Ordering::Relaxed);
-            series.longrunning_seen.store(true, Ordering::Relaxed);
+        if s.is_watch() && resp.status().is_success() {
+            s.longrunning.fetch_add(1, Ordering::Relaxed);
+            s.longrunning_seen.store(true, Ordering::Relaxed);
             let streaming = Streaming {
-                series,
+                requests: self.clone(),
+                id,
                 started,
                 code,
             };
@@ -311,7 +383,7 @@ impl Requests {
                 .boxed()
             });
         }
-        series.record(code, started.elapsed());
+        s.record(code, took);
         resp
     }
 
@@ -410,15 +482,18 @@ fn dry_run(query: &Query) -> &'static str {
 /// A watch streaming: counted in `apiserver_longrunning_requests` until dropped, then
 /// in `apiserver_request_total` and `apiserver_request_duration_seconds`.
 struct Streaming {
-    series: Arc<Series>,
+    requests: Arc<Requests>,
+    id: SeriesId,
     started: Instant,
     code: u16,
 }
 
 impl Drop for Streaming {
     fn drop(&mut self) {
-        self.series.longrunning.fetch_sub(1, Ordering::Relaxed);
-        self.series.record(self.code, self.started.elapsed());
+        if let Some(s) = self.requests.get(self.id) {
+            s.longrunning.fetch_sub(1, Ordering::Relaxed);
+            s.record(self.code, self.started.elapsed());
+        }
     }
 }
 
@@ -455,13 +530,11 @@ pub(crate) struct RequestsCollector(pub(crate) Arc<Requests>);
 impl Collector for RequestsCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let requests = &self.0;
-        let mut all: Vec<Arc<Series>> = requests
-            .series
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .values()
-            .flatten()
-            .cloned()
+        let mut all: Vec<&Series> = requests
+            .slots
+            .iter()
+            .filter_map(|s| s.get())
+            .map(|b| &**b)
             .collect();
         all.sort_by(|a, b| {
             let (a, b) = (a.labels.borrowed(), b.labels.borrowed());
@@ -769,6 +842,45 @@ mod tests {
         }
     }
 
+    /// Not a check, a measurement: what counting one request costs (its series found,
+    /// then its answer recorded), on one thread and on two threads at once hammering the
+    /// same series (`cargo test --release -p wasmgate-apiserver --lib
+    /// metrics::requests::tests::cost -- --ignored --nocapture`).
+    #[test]
+    #[ignore = "a measurement, meaningful in release builds"]
+    fn cost_per_request() {
+        let r = Arc::new(Requests::default());
+        let run = |r: &Arc<Requests>, n: u32| {
+            let query = Query::parse(Some("timeout=32s"));
+            let headers = HeaderMap::new();
+            let path = "/api/v1/namespaces/bench/configmaps/x";
+            let info = request_info::parse(&Method::GET, path, false).unwrap();
+            let req = Request {
+                method: &Method::GET,
+                path,
+                query: &query,
+                headers: &headers,
+                info: Some(&info),
+            };
+            let mut resp = Response::new(crate::body::empty());
+            let started = Instant::now();
+            for _ in 0..n {
+                let series = r.series(&req, |_| true);
+                resp = r.finish(series, started, started.elapsed(), resp);
+            }
+            started.elapsed().as_nanos() as f64 / f64::from(n)
+        };
+        let n = 2_000_000;
+        run(&r, n / 10);
+        eprintln!("one thread: {:.0} ns per request", run(&r, n));
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(|| run(&r, n));
+            let b = s.spawn(|| run(&r, n));
+            (a.join().unwrap(), b.join().unwrap())
+        });
+        eprintln!("two threads, one series: {a:.0} and {b:.0} ns per request");
+    }
+
     /// A series is made once per label set and found again without the registry.
     #[test]
     fn series_are_made_once_and_only_for_served_resources() {
@@ -787,7 +899,7 @@ mod tests {
         assert!(r.series(&req, |_| false).is_none(), "not served: no series");
         let a = r.series(&req, |_| true).unwrap();
         let b = r.series(&req, |_| panic!("asked again")).unwrap();
-        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(a, b);
         let health = Request {
             method: &Method::GET,
             path: "/readyz",
@@ -795,6 +907,7 @@ mod tests {
             ..req
         };
         let h = r.series(&health, |_| panic!("not a resource")).unwrap();
+        let h = r.get(h).unwrap();
         assert_eq!(
             (h.labels.subresource.as_ref(), h.labels.component),
             ("/readyz", "")
