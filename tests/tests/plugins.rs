@@ -589,6 +589,45 @@ fn hostile_plugins_fail_only_their_own_requests() {
             "wasmgate_plugin_call_duration_seconds_bucket{le=",
         ],
     );
+    // OBS-01, OBS-02: kube's metrics beside them, as `kubectl get --raw /metrics` shows
+    // them: the `kubectl get configmaps` just made (a LIST in namespace `default`), and
+    // the plugins as admission controllers (a denial and a failure under `Fail` both
+    // reject).
+    let raw = gw.kubectl_ok(&["get", "--raw", "/metrics"]);
+    let sample = |series: &str| -> f64 {
+        raw.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{raw}"))
+    };
+    assert!(
+        sample(
+            "apiserver_request_total{verb=\"LIST\",dry_run=\"\",group=\"\",version=\"v1\",resource=\"configmaps\",subresource=\"\",scope=\"namespace\",component=\"apiserver\",code=\"200\"}"
+        ) >= 1.0
+    );
+    assert_eq!(
+        sample(
+            "apiserver_request_total{verb=\"POST\",dry_run=\"\",group=\"\",version=\"v1\",resource=\"configmaps\",subresource=\"\",scope=\"resource\",component=\"apiserver\",code=\"403\"}"
+        ),
+        6.0,
+        "read-file and socket, 3 rounds"
+    );
+    for plugin in ["hostile-read-file", "hostile-loop"] {
+        assert_eq!(
+            sample(&format!(
+                "apiserver_admission_controller_admission_duration_seconds_count{{name=\"{plugin}\",type=\"admit\",operation=\"CREATE\",rejected=\"true\"}}"
+            )),
+            3.0
+        );
+    }
+    assert_contains(
+        &raw,
+        &[
+            "# HELP apiserver_request [STABLE] ",
+            "apiserver_admission_step_admission_duration_seconds_bucket{le=\"0.005\",type=\"admit\",operation=\"CREATE\",rejected=\"true\"}",
+            "etcd_request_duration_seconds_bucket{le=\"0.005\",operation=\"create\",type=\"configmaps\"}",
+            "apiserver_storage_objects{resource=\"configmaps\"}",
+        ],
+    );
     // failurePolicy Ignore: the request goes on, with a warning.
     let out = gw.kubectl(&["create", "-f", &gw.write_file("ign.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ign\n  labels:\n    hostile: ignored\n").to_string_lossy()]);
     assert!(out.status.success(), "{out:?}");

@@ -125,7 +125,7 @@ where
         let mut resp = bytes_response(
             StatusCode::OK,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            Bytes::from(inner.metrics.render()),
+            Bytes::from(inner.metrics.render(inner).await),
         );
         resp.headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

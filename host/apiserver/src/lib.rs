@@ -274,6 +274,7 @@ impl ApiServer {
         tokio::spawn(crd_controller::run(Arc::downgrade(&inner)));
         tokio::spawn(gc::run(Arc::downgrade(&inner)));
         tokio::spawn(compactor(Arc::downgrade(&inner)));
+        tokio::spawn(metrics::run(Arc::downgrade(&inner)));
         // The WasmPlugin type is a CRD: installed once the CRD controller runs.
         plugins::crd::ensure(&inner)
             .await

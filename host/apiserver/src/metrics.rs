@@ -1,7 +1,29 @@
-//! Prometheus metrics (`GET /metrics`, text exposition format), with the
-//! `prometheus-client` crate: per-plugin calls, denials, errors by cause and call latency;
-//! per-webhook calls by outcome and latency.
+//! Prometheus metrics (`GET /metrics`, OpenMetrics text), with the `prometheus-client`
+//! crate.
+//!
+//! * kube-apiserver's, under kube's names, labels, buckets and label values, so that
+//!   dashboards and alerts written for kube read them (`OBS-01`, `OBS-02`): the request
+//!   metrics ([`requests`]), the watch metrics ([`watches`]), the store's under etcd's
+//!   names ([`storage`]), and admission (`apiserver_admission_step_*`, `_controller_*`
+//!   for the Wasm plugins, `_webhook_*`). Help texts carry kube's stability class
+//!   (`[STABLE]`, `[ALPHA]`).
+//! * Wasmgate's own (`wasmgate_*`): per-plugin calls, denials, errors by cause and call
+//!   latency; per-webhook calls by outcome and latency.
+//!
+//! ## Layout
+//! * [`requests`]: `apiserver_request_total`, `apiserver_request_duration_seconds`,
+//!   `apiserver_longrunning_requests`, `apiserver_current_inflight_requests`.
+//! * [`watches`]: `apiserver_registered_watchers`, `apiserver_watch_events_total`,
+//!   `apiserver_watch_events_sizes`.
+//! * [`storage`]: `etcd_request_duration_seconds` and friends, `apiserver_storage_objects`.
+//! * `buckets`: the lock-free histogram the per-request metrics use.
 
+mod buckets;
+pub(crate) mod requests;
+mod storage;
+pub(crate) mod watches;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -43,9 +65,55 @@ struct PluginLabels {
     plugin: String,
 }
 
+/// `apiserver_admission_step_admission_duration_seconds`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StepLabels {
+    /// `admit` or `validate`.
+    r#type: &'static str,
+    /// `CREATE`, `UPDATE`, `DELETE`, `CONNECT`.
+    operation: &'static str,
+    rejected: &'static str,
+}
+
+/// `apiserver_admission_controller_admission_duration_seconds` (a Wasm plugin) and
+/// `apiserver_admission_webhook_admission_duration_seconds`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NamedStepLabels {
+    name: String,
+    /// `admit` or `validate` (controllers); `admit` or `validating` (webhooks), as kube.
+    r#type: &'static str,
+    operation: &'static str,
+    rejected: &'static str,
+}
+
+/// kube's buckets of the admission latencies (seconds).
+const ADMISSION_BOUNDS: [f64; 6] = [0.005, 0.025, 0.1, 0.5, 1.0, 2.5];
+
+fn admission_histogram() -> Histogram {
+    Histogram::new(ADMISSION_BOUNDS)
+}
+
+/// An admission step, as kube's admission metrics name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Mutating.
+    Admit,
+    /// Validating.
+    Validate,
+}
+
 /// Every metric the gateway exports.
 pub(crate) struct Metrics {
     registry: Registry,
+    /// Request metrics, recorded by the request stack.
+    pub(crate) requests: Arc<requests::Requests>,
+    /// Watch metrics, recorded by the watches.
+    pub(crate) watches: Arc<watches::Watches>,
+    /// The store's metrics, read at each scrape.
+    storage: Arc<storage::StorageCollector>,
+    admission_step: Family<StepLabels, Histogram>,
+    admission_controller: Family<NamedStepLabels, Histogram>,
+    admission_webhook: Family<NamedStepLabels, Histogram>,
     calls: Family<CallLabels, Counter>,
     errors: Family<ErrorLabels, Counter>,
     denials: Family<PluginLabels, Counter>,
@@ -64,7 +132,37 @@ fn latency_histogram() -> Histogram {
 
 impl Metrics {
     pub(crate) fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("wasmgate");
+        let mut root = Registry::default();
+        let requests = Arc::new(requests::Requests::default());
+        root.register_collector(Box::new(requests::RequestsCollector(requests.clone())));
+        let watches = Arc::new(watches::Watches::default());
+        root.register_collector(Box::new(watches::WatchesCollector(watches.clone())));
+        let storage = Arc::new(storage::StorageCollector::default());
+        root.register_collector(Box::new(storage.clone()));
+        let admission_step =
+            Family::<StepLabels, Histogram>::new_with_constructor(admission_histogram as fn() -> _);
+        root.register(
+            "apiserver_admission_step_admission_duration_seconds",
+            "[STABLE] Admission sub-step latency histogram in seconds, broken out for each operation and API resource and step type (validate or admit).",
+            admission_step.clone(),
+        );
+        let admission_controller = Family::<NamedStepLabels, Histogram>::new_with_constructor(
+            admission_histogram as fn() -> _,
+        );
+        root.register(
+            "apiserver_admission_controller_admission_duration_seconds",
+            "[STABLE] Admission controller latency histogram in seconds, identified by name and broken out for each operation and API resource and type (validate or admit). Wasmgate: the Wasm admission plugins, by WasmPlugin name.",
+            admission_controller.clone(),
+        );
+        let admission_webhook = Family::<NamedStepLabels, Histogram>::new_with_constructor(
+            admission_histogram as fn() -> _,
+        );
+        root.register(
+            "apiserver_admission_webhook_admission_duration_seconds",
+            "[STABLE] Admission webhook latency histogram in seconds, identified by name and broken out for each operation and API resource and type (validate or admit).",
+            admission_webhook.clone(),
+        );
+        let registry = root.sub_registry_with_prefix("wasmgate");
         let calls = Family::<CallLabels, Counter>::default();
         let errors = Family::<ErrorLabels, Counter>::default();
         let denials = Family::<PluginLabels, Counter>::default();
@@ -107,7 +205,13 @@ impl Metrics {
             webhook_latency.clone(),
         );
         Metrics {
-            registry,
+            registry: root,
+            requests,
+            watches,
+            storage,
+            admission_step,
+            admission_controller,
+            admission_webhook,
             calls,
             errors,
             denials,
@@ -159,15 +263,65 @@ impl Metrics {
             .inc();
     }
 
-    /// One call of an admission webhook (`mutating` or validating) that took `took`.
+    /// One admission step (every mutating plugin and webhook, or every validating one)
+    /// of an `operation` (`CREATE`, ...) that took `took`; `rejected` when it refused the
+    /// request.
+    pub(crate) fn admission_step(
+        &self,
+        step: Step,
+        operation: &'static str,
+        took: Duration,
+        rejected: bool,
+    ) {
+        self.admission_step
+            .get_or_create(&StepLabels {
+                r#type: step.kube_type(),
+                operation,
+                rejected: if rejected { "true" } else { "false" },
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// One admission by Wasm plugin `plugin` (kube's admission controller metric).
+    pub(crate) fn admission_controller(
+        &self,
+        plugin: &str,
+        step: Step,
+        operation: &'static str,
+        took: Duration,
+        rejected: bool,
+    ) {
+        self.admission_controller
+            .get_or_create(&NamedStepLabels {
+                name: plugin.to_owned(),
+                r#type: step.kube_type(),
+                operation,
+                rejected: if rejected { "true" } else { "false" },
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// One call of an admission webhook (`mutating` or validating) that took `took`,
+    /// for an `operation`; `rejected` when the request was refused for it (a denial, or
+    /// a failure under `failurePolicy: Fail`).
     pub(crate) fn webhook_call(
         &self,
         webhook: &str,
         mutating: bool,
         took: Duration,
         outcome: &'static str,
+        operation: &'static str,
+        rejected: bool,
     ) {
         let r#type = if mutating { "admit" } else { "validating" };
+        self.admission_webhook
+            .get_or_create(&NamedStepLabels {
+                name: webhook.to_owned(),
+                r#type,
+                operation,
+                rejected: if rejected { "true" } else { "false" },
+            })
+            .observe(took.as_secs_f64());
         self.webhook_latency
             .get_or_create(&WebhookLabels {
                 webhook: webhook.to_owned(),
@@ -183,12 +337,70 @@ impl Metrics {
             .inc();
     }
 
-    /// The exposition text.
-    pub(crate) fn render(&self) -> String {
+    /// The exposition text (the store's counters read first).
+    pub(crate) async fn render(&self, inner: &crate::Inner) -> String {
+        self.storage.refresh(inner).await;
         let mut out = String::new();
         if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
             tracing::warn!("encoding metrics: {e}");
         }
         out
+    }
+}
+
+/// The request-metrics series of `call` (see [`requests`]): only for what the registry
+/// serves, asked the first time a label set is seen.
+pub(crate) fn series(
+    inner: &crate::Inner,
+    call: &crate::stack::Call,
+    headers: &http::HeaderMap,
+) -> Option<requests::SeriesId> {
+    let req = requests::Request {
+        method: &call.method,
+        path: &call.path,
+        query: &call.query,
+        headers,
+        info: call.info.as_ref().ok(),
+    };
+    inner.metrics.requests.series(&req, |r| {
+        let catalog = inner.registry.snapshot();
+        let Some(rt) = catalog.lookup(&r.group, &r.version, &r.resource) else {
+            return false;
+        };
+        r.subresource
+            .as_deref()
+            .is_none_or(|sub| rt.subresources.iter().any(|s| s.name == sub))
+    })
+}
+
+/// kube's name of an admission operation.
+pub(crate) fn operation_name(op: wasmgate_plugin_runtime::wit::Operation) -> &'static str {
+    use wasmgate_plugin_runtime::wit::Operation;
+    match op {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
+        Operation::Connect => "CONNECT",
+    }
+}
+
+impl Step {
+    fn kube_type(self) -> &'static str {
+        match self {
+            Step::Admit => "admit",
+            Step::Validate => "validate",
+        }
+    }
+}
+
+/// Starts each second of `apiserver_current_inflight_requests` (kube reports the most
+/// requests in flight during the last second), for as long as the server lives.
+pub(crate) async fn run(inner: std::sync::Weak<crate::Inner>) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let Some(inner) = inner.upgrade() else { return };
+        inner.metrics.requests.tick();
     }
 }

@@ -6,7 +6,8 @@
 //! 1. [`recover`] (`WithPanicRecovery`): a panic below answers `500` instead of taking
 //!    the connection down with it.
 //! 2. [`describe`] (`WithRequestInfo`): the path decoded (`400` when it cannot be), the
-//!    query, what the path asks for ([`RequestInfo`]).
+//!    query, what the path asks for ([`RequestInfo`]), and the series of kube's request
+//!    metrics the answer is counted in ([`handle`] counts every answer, the filters' too).
 //! 3. [`deadline`] (`WithRequestDeadline`, `WithTimeoutForNonLongRunningRequests`): a
 //!    request ends by its `timeout=` (a Go duration; `400` when malformed), at most
 //!    `Options::request_timeout` (60 s), with `504 Timeout`. Watches are long-running and
@@ -81,6 +82,15 @@ impl Call {
         self.resource().is_some_and(|r| r.verb == Verb::Watch)
     }
 
+    /// Whether the request may change something (kube's in-flight kinds: everything but
+    /// get, list and watch is `mutating`).
+    fn mutating(&self) -> bool {
+        match self.resource() {
+            Some(r) => !matches!(r.verb, Verb::Get | Verb::List | Verb::Watch),
+            None => !matches!(self.method, Method::GET | Method::HEAD),
+        }
+    }
+
     /// The verb authorization and audit see: the resource verb, else the method's.
     pub(crate) fn verb(&self) -> String {
         match self.resource() {
@@ -112,7 +122,9 @@ where
     // Errors are written in what the client accepts (JSON or protobuf).
     let accept = req.headers().get(header::ACCEPT).cloned();
     let mut warnings = Vec::new();
-    let routed = recover(describe(inner, req, certificate, &mut warnings)).await;
+    let mut series = None;
+    let described = describe(inner, req, certificate, &mut warnings, &mut series);
+    let routed = recover(described).await;
     let (mut resp, cause) = match routed {
         Ok(r) => (r, None),
         Err(e) => (
@@ -127,13 +139,16 @@ where
         }
     }
     let code = resp.status().as_u16();
-    let elapsed_ms = start.elapsed().as_secs_f64() * 1e3;
+    let elapsed = start.elapsed();
+    let elapsed_ms = elapsed.as_secs_f64() * 1e3;
     let path = raw_path;
     match cause {
         Some(c) => tracing::warn!(%method, %path, code, elapsed_ms, cause = %c, "request failed"),
         None if code >= 500 => tracing::warn!(%method, %path, code, elapsed_ms, "request failed"),
         None => tracing::debug!(%method, %path, code, elapsed_ms, "request"),
     }
+    // Every answer counts, the filters' (401, 403, 429) too (`WithRequestInfo`'s place).
+    let resp = (inner.metrics.requests).finish(series, start, elapsed, resp);
     if method == Method::HEAD {
         let (parts, _) = resp.into_parts();
         return Response::from_parts(parts, body::empty());
@@ -162,12 +177,13 @@ async fn recover<T>(next: impl std::future::Future<Output = ApiResult<T>>) -> Ap
     }
 }
 
-/// 2. What the request asks for.
+/// 2. What the request asks for, and the metrics series it is counted in.
 async fn describe<B>(
     inner: &Arc<Inner>,
     req: Request<B>,
     certificate: Option<User>,
     warnings: &mut Vec<String>,
+    series: &mut Option<crate::metrics::requests::SeriesId>,
 ) -> ApiResult<Response<Body>>
 where
     B: crate::body::RequestBody,
@@ -190,6 +206,7 @@ where
         warnings: Vec::new(),
         audit_annotations: Vec::new(),
     };
+    *series = crate::metrics::series(inner, &call, req.headers());
     let result = deadline(inner, &mut call, req, certificate).await;
     warnings.append(&mut call.warnings);
     result
@@ -646,6 +663,7 @@ where
             .with_retry_after(1),
         )
     })?;
+    let _executing = inner.metrics.requests.executing(call.mutating());
     authorize(inner, call, req).await
 }
 

@@ -14,7 +14,7 @@
 //! Memory: every current object's stored bytes plus ~100 bytes per key. `StoreOptions`
 //! can turn it off (`cache_objects: false`) for stores larger than memory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::RwLock;
 
@@ -54,6 +54,23 @@ struct State {
     revision: Option<Revision>,
     /// Object key -> (mod revision, stored bytes).
     objects: BTreeMap<String, (Revision, Bytes)>,
+    /// Objects per object type ([`crate::stats::object_type`]), kept as objects come
+    /// and go (`apiserver_storage_objects` without counting the map on every scrape).
+    counts: HashMap<Box<str>, u64>,
+}
+
+impl State {
+    fn count(&mut self, key: &str, added: bool) {
+        let ty = crate::stats::object_type(key);
+        match self.counts.get_mut(ty) {
+            Some(n) if added => *n += 1,
+            Some(n) => *n = n.saturating_sub(1),
+            None if added => {
+                self.counts.insert(ty.into(), 1);
+            }
+            None => {}
+        }
+    }
 }
 
 /// One current object as loaded: key, mod revision, value.
@@ -106,11 +123,17 @@ impl Current {
         if let Some(last) = decoding {
             insert_all(&mut objects, last).await?;
         }
+        let mut state = State {
+            revision: Some(revision),
+            objects: BTreeMap::new(),
+            counts: HashMap::new(),
+        };
+        for key in objects.keys() {
+            state.count(key, true);
+        }
+        state.objects = objects;
         Ok(Current {
-            state: RwLock::new(State {
-                revision: Some(revision),
-                objects,
-            }),
+            state: RwLock::new(state),
         })
     }
 
@@ -144,19 +167,36 @@ impl Current {
                 );
                 s.revision = None;
                 s.objects = BTreeMap::new();
+                s.counts = HashMap::new();
                 return;
             }
             match ev.kind {
                 EventKind::Put => {
-                    s.objects
+                    let replaced = s
+                        .objects
                         .insert(ev.key.clone(), (ev.revision, ev.value.clone()));
+                    if replaced.is_none() {
+                        s.count(&ev.key, true);
+                    }
                 }
                 EventKind::Delete => {
-                    s.objects.remove(&ev.key);
+                    if s.objects.remove(&ev.key).is_some() {
+                        s.count(&ev.key, false);
+                    }
                 }
             }
             s.revision = Some(ev.revision);
         }
+    }
+
+    /// Objects per object type (`None`: the cache is invalid).
+    pub(crate) fn object_counts(&self) -> Option<Vec<(String, u64)>> {
+        let s = self.state.read().ok()?;
+        s.revision?;
+        let mut counts: Vec<(String, u64)> =
+            s.counts.iter().map(|(t, n)| (t.to_string(), *n)).collect();
+        counts.sort();
+        Some(counts)
     }
 
     /// The current version of `key`, when the cache is at the revision `at` asks for:
@@ -249,6 +289,7 @@ mod tests {
             state: RwLock::new(State {
                 revision: Some(rev),
                 objects: BTreeMap::new(),
+                counts: HashMap::new(),
             }),
         }
     }
@@ -321,6 +362,34 @@ mod tests {
             c.get("k/1", At::Exactly(2)).is_none(),
             "a past revision: ask the engine"
         );
+    }
+
+    /// Objects are counted per type as they come and go (`apiserver_storage_objects`);
+    /// replacing one or deleting a missing one changes nothing.
+    #[test]
+    fn counts_per_type() {
+        let c = empty(0);
+        c.apply(&[
+            put(1, "core/configmaps/a/x", "1"),
+            put(2, "core/configmaps/a/x", "2"),
+            put(3, "core/configmaps/b/y", "3"),
+            put(4, "apps/deployments/a/d", "4"),
+        ]);
+        let delete =
+            |rev, key: &str| Event::new(rev, key.into(), EventKind::Delete, Bytes::new(), None);
+        c.apply(&[
+            delete(5, "core/configmaps/a/x"),
+            delete(6, "core/configmaps/a/z"),
+        ]);
+        assert_eq!(
+            c.object_counts().unwrap(),
+            [
+                ("apps/deployments".into(), 1),
+                ("core/configmaps".into(), 1)
+            ]
+        );
+        c.apply(&[put(8, "core/configmaps/a/x", "gap")]);
+        assert_eq!(c.object_counts(), None, "invalid: the engine counts");
     }
 
     #[test]

@@ -19,6 +19,8 @@
 //! * `follow`: reading other stores' writes back from the change log (replicas).
 //! * `lease`: which replica runs a periodic job (compaction) for now.
 //! * `committer`: the single task that batches concurrent writes into one transaction.
+//! * [`stats`]: request latencies by operation and object type, and object counts, for
+//!   the API server's metrics (plain atomics; no metrics library here).
 //! * [`transform`]: values sealed at rest (encryption of chosen resources), as an engine
 //!   wrapper.
 //! * [`watch`]: the in-process hub that fans committed events out to watchers.
@@ -43,6 +45,7 @@ mod history;
 pub mod keys;
 mod lease;
 mod payload;
+pub mod stats;
 pub mod store;
 #[cfg(feature = "test-suite")]
 pub mod testsuite;

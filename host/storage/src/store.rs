@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::committer::{self, Pending};
 use crate::current::{At, Current};
 use crate::history;
+use crate::stats::{Operation, RequestStat, RequestStats};
 use crate::transform::{Sealed, ValueTransformer};
 use crate::watch::{Hub, Watcher};
 use crate::{Engine, Result, Revision, Snapshot, StorageError, keys};
@@ -241,6 +242,8 @@ pub(crate) struct Shared {
     pub(crate) compacted: AtomicU64,
     pub(crate) commits: AtomicU64,
     pub(crate) writes: AtomicU64,
+    /// Latencies of `get`, `list` and `write` by operation and object type.
+    pub(crate) requests: RequestStats,
 }
 
 /// A lease holder name no other store has: process id, time, and a counter.
@@ -331,6 +334,7 @@ impl Store {
             compacted: AtomicU64::new(compacted),
             commits: AtomicU64::new(0),
             writes: AtomicU64::new(0),
+            requests: RequestStats::default(),
         });
         let (tx, rx) = mpsc::channel(options.queue_depth.max(1));
         let committer = committer::run(shared.clone(), rx, options.max_batch.max(1));
@@ -411,6 +415,27 @@ impl Store {
         }
     }
 
+    /// How long reads and writes took, by operation and object type (every call of
+    /// [`Store::get`], [`Store::list`] and [`Store::write`], answered by the object cache
+    /// or by the engine), for `etcd_request_duration_seconds`.
+    pub fn request_stats(&self) -> Vec<RequestStat> {
+        self.shared.requests.snapshot()
+    }
+
+    /// Objects per object type ([`crate::stats::object_type`]) as the object cache holds
+    /// them: `None` when the cache is off or invalid (then [`Store::count`] asks the
+    /// engine).
+    pub fn object_counts(&self) -> Option<Vec<(String, u64)>> {
+        self.shared.current.as_ref()?.object_counts()
+    }
+
+    /// How many current objects have keys starting with `prefix`, counted by the engine.
+    pub async fn count(&self, prefix: &str) -> Result<u64> {
+        let (start, end) = keys::current_range(prefix);
+        let snap = self.shared.engine.snapshot().await?;
+        Ok(snap.count(&start, &end, u64::MAX).await?)
+    }
+
     /// Waits until the store has seen revision `rev` committed, for at most `timeout`.
     /// Returns whether it has.
     pub async fn wait_for(&self, rev: Revision, timeout: Duration) -> bool {
@@ -421,6 +446,16 @@ impl Store {
 
     /// Reads one key. Returns the revision of the read and the version, if any.
     pub async fn get(&self, key: &str, at: ReadAt) -> Result<(Revision, Option<Versioned>)> {
+        let started = tokio::time::Instant::now();
+        let r = self.get_timed(key, at).await;
+        if let Some(t) = self.shared.requests.of(key) {
+            let failed = r.as_ref().is_err_and(crate::stats::is_failure);
+            t.observe(Operation::Get, started.elapsed(), failed);
+        }
+        r
+    }
+
+    async fn get_timed(&self, key: &str, at: ReadAt) -> Result<(Revision, Option<Versioned>)> {
         let snap = self.shared.engine.snapshot().await?;
         let current = read_u64(snap.as_ref(), keys::META_REV).await?;
         match at {
@@ -461,6 +496,25 @@ impl Store {
     /// at most `limit` items (0: no limit). With `count_remaining`, a page that has more
     /// also says how many keys follow it.
     pub async fn list(
+        &self,
+        prefix: &str,
+        at: ReadAt,
+        start_after: Option<&str>,
+        limit: usize,
+        count_remaining: bool,
+    ) -> Result<ListPage> {
+        let started = tokio::time::Instant::now();
+        let r = self
+            .list_timed(prefix, at, start_after, limit, count_remaining)
+            .await;
+        if let Some(t) = self.shared.requests.of(prefix) {
+            let failed = r.as_ref().is_err_and(crate::stats::is_failure);
+            t.observe(Operation::List, started.elapsed(), failed);
+        }
+        r
+    }
+
+    async fn list_timed(
         &self,
         prefix: &str,
         at: ReadAt,
@@ -584,6 +638,22 @@ impl Store {
 
     /// Commits one write (batched with concurrent ones into one engine transaction).
     pub async fn write(&self, write: Write) -> Result<Committed> {
+        let started = tokio::time::Instant::now();
+        let op = match (&write.op, write.precondition) {
+            (WriteOp::Delete(_), _) => Operation::Delete,
+            (WriteOp::Put(_), Precondition::Absent) => Operation::Create,
+            (WriteOp::Put(_), _) => Operation::Update,
+        };
+        let stats = self.shared.requests.of(&write.key);
+        let r = self.write_timed(write).await;
+        if let Some(t) = stats {
+            let failed = r.as_ref().is_err_and(crate::stats::is_failure);
+            t.observe(op, started.elapsed(), failed);
+        }
+        r
+    }
+
+    async fn write_timed(&self, write: Write) -> Result<Committed> {
         if let WriteOp::Put(v) = &write.op {
             // The revision's digits are spliced in at commit: count the most they take.
             let size = v.bytes.len() + v.revision_slot.map_or(0, |_| 20);

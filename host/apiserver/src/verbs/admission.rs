@@ -20,6 +20,7 @@ use wasmgate_storage::ReadAt;
 
 use super::Ctx;
 use crate::error::{ApiError, ApiResult};
+use crate::metrics::{Step, operation_name};
 use crate::object::{self, meta, meta_str};
 use crate::plugins::{Binding, FailurePolicy, Op};
 use crate::policies;
@@ -445,36 +446,58 @@ async fn mutate_by_plugins(
     warnings: &mut Vec<String>,
 ) -> ApiResult<bool> {
     let mut changed = false;
-    let metrics = &inner.metrics;
     for b in bindings.iter().filter(|b| b.hooks.mutate) {
-        // `req.object` is `obj` as JSON, serialised again only after a change.
-        let sent = req.object.get_or_insert_with(|| obj.to_string()).len();
-        let resp = match b.call(metrics, "mutate", b.plugin.mutate(req)).await {
-            Ok(r) => r,
-            Err(e) => {
-                failed(metrics, b, e, warnings)?;
-                continue;
-            }
-        };
-        annotate(annotations, &b.name, &resp.audit_annotations);
-        let resp = respond(metrics, b, req, resp, warnings)?;
-        let Some(mutation) = resp.mutation else {
-            continue;
-        };
-        let before = Identity::of(obj);
-        match apply(obj, mutation, sent, inner.options.max_request_body_bytes) {
-            Ok(true) => {
-                changed = true;
-                req.object = None;
-            }
-            Ok(false) => {}
-            Err(e) => {
-                failed(metrics, b, e, warnings)?;
-                continue;
-            }
-        }
-        check_identity(b, &before, obj)?;
+        let started = tokio::time::Instant::now();
+        let r = mutate_by_plugin(b, inner, req, obj, annotations, warnings).await;
+        inner.metrics.admission_controller(
+            &b.name,
+            Step::Admit,
+            operation_name(req.operation),
+            started.elapsed(),
+            r.is_err(),
+        );
+        changed |= r?;
     }
+    Ok(changed)
+}
+
+/// One mutating plugin on `obj`; whether it changed it.
+async fn mutate_by_plugin(
+    b: &Binding,
+    inner: &crate::Inner,
+    req: &mut AdmissionRequest,
+    obj: &mut Value,
+    annotations: &mut Vec<(String, String)>,
+    warnings: &mut Vec<String>,
+) -> ApiResult<bool> {
+    let metrics = &inner.metrics;
+    // `req.object` is `obj` as JSON, serialised again only after a change.
+    let sent = req.object.get_or_insert_with(|| obj.to_string()).len();
+    let resp = match b.call(metrics, "mutate", b.plugin.mutate(req)).await {
+        Ok(r) => r,
+        Err(e) => {
+            failed(metrics, b, e, warnings)?;
+            return Ok(false);
+        }
+    };
+    annotate(annotations, &b.name, &resp.audit_annotations);
+    let resp = respond(metrics, b, req, resp, warnings)?;
+    let Some(mutation) = resp.mutation else {
+        return Ok(false);
+    };
+    let before = Identity::of(obj);
+    let changed = match apply(obj, mutation, sent, inner.options.max_request_body_bytes) {
+        Ok(true) => {
+            req.object = None;
+            true
+        }
+        Ok(false) => false,
+        Err(e) => {
+            failed(metrics, b, e, warnings)?;
+            return Ok(false);
+        }
+    };
+    check_identity(b, &before, obj)?;
     Ok(changed)
 }
 
@@ -492,12 +515,20 @@ impl Admission {
     }
 
     /// Runs the mutating plugins in order on `obj`; returns whether any changed it (the
-    /// caller then validates it again).
+    /// caller then validates it again). Timed as kube's `admit` step.
     pub(crate) async fn mutate(
         &mut self,
         obj: &mut Value,
         warnings: &mut Vec<String>,
     ) -> ApiResult<bool> {
+        let started = tokio::time::Instant::now();
+        let r = self.mutate_all(obj, warnings).await;
+        let op = operation_name(self.req.operation);
+        (self.inner.metrics).admission_step(Step::Admit, op, started.elapsed(), r.is_err());
+        r
+    }
+
+    async fn mutate_all(&mut self, obj: &mut Value, warnings: &mut Vec<String>) -> ApiResult<bool> {
         let mut changed = false;
         if self.bindings.iter().any(|b| b.hooks.mutate) {
             let (bindings, inner) = (&self.bindings, &self.inner);
@@ -597,6 +628,18 @@ impl Admission {
         obj: Option<&Value>,
         warnings: &mut Vec<String>,
     ) -> ApiResult<()> {
+        let started = tokio::time::Instant::now();
+        let r = self.validate_all(obj, warnings).await;
+        let op = operation_name(self.req.operation);
+        (self.inner.metrics).admission_step(Step::Validate, op, started.elapsed(), r.is_err());
+        r
+    }
+
+    async fn validate_all(
+        &mut self,
+        obj: Option<&Value>,
+        warnings: &mut Vec<String>,
+    ) -> ApiResult<()> {
         if obj.is_none() {
             self.req.object = None;
         }
@@ -625,11 +668,13 @@ impl Admission {
         let metrics = &self.inner.metrics;
         let inner = &self.inner;
         let (results, answers) = futures_util::future::join(
-            futures_util::future::join_all(
-                validators
-                    .iter()
-                    .map(|b| b.call(metrics, "validate", b.plugin.validate(plugin_req))),
-            ),
+            futures_util::future::join_all(validators.iter().map(|b| async move {
+                let started = tokio::time::Instant::now();
+                let r = b
+                    .call(metrics, "validate", b.plugin.validate(plugin_req))
+                    .await;
+                (r, started.elapsed())
+            })),
             futures_util::future::join_all(
                 self.validating_webhooks
                     .iter()
@@ -637,14 +682,17 @@ impl Admission {
             ),
         )
         .await;
-        for (b, r) in validators.into_iter().zip(results) {
-            match r {
+        let op = operation_name(self.req.operation);
+        for (b, (r, took)) in validators.into_iter().zip(results) {
+            let outcome = match r {
                 Ok(resp) => {
                     annotate(&mut self.annotations, &b.name, &resp.audit_annotations);
-                    respond(metrics, b, plugin_req, resp, warnings)?;
+                    respond(metrics, b, plugin_req, resp, warnings).map(drop)
                 }
-                Err(e) => failed(metrics, b, e, warnings)?,
-            }
+                Err(e) => failed(metrics, b, e, warnings),
+            };
+            metrics.admission_controller(&b.name, Step::Validate, op, took, outcome.is_err());
+            outcome?;
         }
         for (h, r) in self.validating_webhooks.iter().zip(answers) {
             match r {

@@ -144,6 +144,7 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         rt: ctx.rt.clone(),
         version: ctx.req.version.clone(),
         registry: ctx.inner.clone(),
+        metrics: (ctx.inner.metrics.watches).start(&ctx.rt.group, &ctx.req.version, &ctx.rt.kind),
     };
     let bookmarks = opts
         .allow_watch_bookmarks
@@ -309,6 +310,8 @@ struct Stream {
     version: String,
     /// Catalog changes: a watch of custom resources ends when its CRD goes.
     registry: std::sync::Arc<crate::Inner>,
+    /// `apiserver_registered_watchers` (while the stream lives) and the events sent.
+    metrics: crate::metrics::watches::WatchMetrics,
 }
 
 impl Stream {
@@ -511,6 +514,7 @@ impl Stream {
                 }
             }
         };
+        self.metrics.sent(&frames);
         permit.send(frames);
         true
     }

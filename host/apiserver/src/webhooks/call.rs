@@ -173,9 +173,19 @@ pub(crate) async fn call(
         Ok(_) => "denied",
         Err(f) => f.cause(),
     };
-    inner
-        .metrics
-        .webhook_call(&hook.name, hook.mutating, started.elapsed(), outcome);
+    // Refused for this webhook: a denial, or no answer under `failurePolicy: Fail`.
+    let rejected = match &r {
+        Ok(a) => !a.allowed,
+        Err(_) => hook.failure_policy == super::config::FailurePolicy::Fail,
+    };
+    inner.metrics.webhook_call(
+        &hook.name,
+        hook.mutating,
+        started.elapsed(),
+        outcome,
+        crate::metrics::operation_name(req.operation),
+        rejected,
+    );
     r
 }
 
