@@ -251,6 +251,17 @@ async fn obs_02_requests_are_counted_as_kube_counts_them() {
         1.0,
         "every served resource, by kube's group-resource string (the WasmPlugin CRD)"
     );
+    // Only what is stored, each once: no reviews, and events.k8s.io's Events are core's.
+    for line in m
+        .text
+        .lines()
+        .filter(|l| l.starts_with("apiserver_storage_objects{"))
+    {
+        assert!(
+            !line.contains("reviews") && !line.contains("events.events.k8s.io"),
+            "{line}"
+        );
+    }
     for op in ["create", "get", "list"] {
         let n = m.get(
             "etcd_request_duration_seconds_count",

@@ -48,7 +48,13 @@ impl StorageCollector {
         let cached = store.object_counts();
         let catalog = inner.registry.snapshot();
         let mut objects = Vec::new();
-        for rt in catalog.types() {
+        // Each stored resource once: not the reviews (nothing stored), not a resource
+        // that shows another's objects (events.k8s.io Events are core Events).
+        for rt in catalog
+            .types()
+            .iter()
+            .filter(|rt| rt.is_stored() && !rt.shares_storage())
+        {
             let prefix = rt.key_prefix();
             let object_type = prefix.trim_end_matches('/');
             let n = match &cached {
