@@ -87,6 +87,47 @@ fn an_idle_tls_connection_without_a_request_is_closed_at_the_header_timeout() {
     assert!(head(&mut served).starts_with("HTTP/1.1 200"));
 }
 
+/// ISSUE-24.2 (and GAP-06's 10,000 creates with kubectl): an HTTP/2 connection that
+/// opened and sent no request is told to go with a GOAWAY at the header-read timeout
+/// before it is closed, so a client that sends a request on it just then (Go's HTTP/2
+/// client may hold a connection it dialled and has not used) retries it instead of
+/// failing with an unexpected EOF.
+#[test]
+fn an_idle_http2_connection_gets_a_goaway_before_it_is_closed() {
+    let gw = gateway_builder!()
+        .config("limits:\n  header-read-timeout-seconds: 2\n")
+        .start();
+    let mut config = (*gw.tls_config_without_certificate()).clone();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let mut conn = tls(&gw, &Arc::new(config));
+    assert_eq!(conn.conn.alpn_protocol(), Some(&b"h2"[..]));
+    // The client preface and an empty SETTINGS frame: an HTTP/2 connection, no stream.
+    conn.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .expect("preface");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(20) {
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    assert!(start.elapsed() < Duration::from_secs(15), "closed in time");
+    // Frames: 3 bytes of length, a type, flags, 4 bytes of stream id, the payload.
+    let mut types = Vec::new();
+    let mut rest = &got[..];
+    while rest.len() >= 9 {
+        let len = usize::from(rest[0]) << 16 | usize::from(rest[1]) << 8 | usize::from(rest[2]);
+        types.push(rest[3]);
+        rest = &rest[(9 + len).min(rest.len())..];
+    }
+    assert!(
+        types.contains(&7),
+        "no GOAWAY (type 7) before the close; frame types: {types:?}"
+    );
+}
+
 /// ISSUE-24.2: with the pool of unauthenticated connections full of idle TLS connections
 /// and raw sockets that never start a handshake, the admin's certificate and fresh
 /// connections still get in at once: the oldest idle ones make room.

@@ -354,6 +354,10 @@ impl ConnInfo {
     }
 }
 
+/// How long a connection told to go for sending no request in time has to leave before
+/// it is dropped.
+const SILENT_GRACE: Duration = Duration::from_secs(1);
+
 /// One accepted connection.
 struct Conn {
     server: ApiServer,
@@ -409,8 +413,15 @@ impl Conn {
         tokio::pin!(idle_check);
         // The first request must have arrived by the deadline, whatever the connection is
         // doing (an idle TLS connection, headers or an HTTP/2 preface trickling in).
+        // It is told to go (an HTTP/2 GOAWAY) rather than cut off: a client that sent a
+        // request just then (Go's HTTP/2 client may hold a connection it dialled and not
+        // used yet) retries it elsewhere instead of seeing an unexpected EOF. One that has
+        // still sent nothing a moment later is dropped.
         let first_request = tokio::time::sleep_until(self.deadline);
         tokio::pin!(first_request);
+        let mut told_to_go = false;
+        let cut_off = tokio::time::sleep_until(self.deadline + SILENT_GRACE);
+        tokio::pin!(cut_off);
         let shed = Member::shed_of(self.member.as_deref());
         tokio::pin!(shed);
         let mut closing = false;
@@ -427,7 +438,15 @@ impl Conn {
                     conn.as_mut().graceful_shutdown();
                     closing = true;
                 }
-                () = &mut first_request, if !activity.started() => {
+                () = &mut first_request, if !activity.started() && !told_to_go => {
+                    tracing::debug!(peer = %self.peer, "no request within the header read timeout: closing");
+                    told_to_go = true;
+                    if !closing {
+                        conn.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                }
+                () = &mut cut_off, if told_to_go && !activity.started() => {
                     tracing::debug!(peer = %self.peer, "no request within the header read timeout: closed");
                     return;
                 }
