@@ -27,8 +27,10 @@
 //!    reviews, module uploads, resources; large reads gzipped ([`compress`]).
 //!
 //! Warnings the handler records go out as `Warning` headers on the response, whether it
-//! succeeded or not (`WithWarningRecorder`). Errors become `Status` responses in
-//! [`handle`] and nowhere else.
+//! succeeded or not (`WithWarningRecorder`), deduplicated and within kube's budget
+//! ([`WarningRecorder`]): however many warnings plugins, policies and webhooks add
+//! together, the headers stay small enough for the response to go out. Errors become
+//! `Status` responses in [`handle`] and nowhere else.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -132,11 +134,13 @@ where
             e.cause,
         ),
     };
+    let mut recorder = WarningRecorder::default();
     for w in &warnings {
-        let v = format!("299 - {}", go_quote_header(w));
-        if let Ok(v) = HeaderValue::from_str(&v) {
-            resp.headers_mut().append(header::WARNING, v);
-        }
+        recorder.add(w);
+    }
+    drop(warnings);
+    for v in recorder.header_values() {
+        resp.headers_mut().append(header::WARNING, v);
     }
     let code = resp.status().as_u16();
     let elapsed = start.elapsed();
@@ -860,6 +864,117 @@ async fn compress(resp: Response<Body>) -> Response<Body> {
     }
 }
 
+/// The budget of a response's warnings, in characters of their texts (kube's
+/// `truncateAtTotalRunes`): past it, every warning is cut to [`WARNING_ITEM_CHARS`] and
+/// further ones are dropped once the cut ones fill it again.
+const WARNING_TOTAL_CHARS: usize = 4 * 1024;
+/// The length a warning is cut to once the total went past [`WARNING_TOTAL_CHARS`]
+/// (kube's `truncateItemRunes`).
+const WARNING_ITEM_CHARS: usize = 256;
+
+/// The `Warning` headers of one response, as kube-apiserver's warning recorder
+/// (`filters.WithWarningRecorder`) writes them: empty and repeated texts are dropped;
+/// warnings are kept whole while their texts total at most [`WARNING_TOTAL_CHARS`]
+/// characters; the warning that goes past it turns truncation on, and every warning, the
+/// earlier ones included, is then cut to [`WARNING_ITEM_CHARS`] characters, added until
+/// the cut ones reach the budget again; the rest are dropped. So the headers of a
+/// response carry at most about 4,400 characters of warnings (plus quoting), whatever
+/// plugins, policies and webhooks add: 20,000 warnings of 1 KB go out as 16 warnings of
+/// 256 characters.
+///
+/// One difference from kube: a control character (a newline) in a text is sent as a
+/// space, where kube drops the whole warning.
+pub(crate) struct WarningRecorder {
+    /// Texts seen, for deduplication.
+    recorded: std::collections::HashSet<String>,
+    /// Texts kept, whole, in order: replayed, cut, when truncation starts (then emptied).
+    ordered: Vec<String>,
+    /// The texts to send, in order (cut once truncating).
+    out: Vec<String>,
+    /// Characters in `out`.
+    written: usize,
+    truncating: bool,
+    total: usize,
+    item: usize,
+}
+
+impl Default for WarningRecorder {
+    fn default() -> WarningRecorder {
+        WarningRecorder::with_budget(WARNING_TOTAL_CHARS, WARNING_ITEM_CHARS)
+    }
+}
+
+impl WarningRecorder {
+    fn with_budget(total: usize, item: usize) -> WarningRecorder {
+        WarningRecorder {
+            recorded: Default::default(),
+            ordered: Vec::new(),
+            out: Vec::new(),
+            written: 0,
+            truncating: false,
+            total,
+            item,
+        }
+    }
+
+    /// Records one warning (kube's `AddWarning`).
+    pub(crate) fn add(&mut self, text: &str) {
+        if text.is_empty() || (self.truncating && self.written >= self.total) {
+            return;
+        }
+        if !self.recorded.insert(text.to_owned()) {
+            return;
+        }
+        let len = text.chars().count();
+        if self.truncating {
+            let (cut, len) = cut(text, self.item);
+            self.out.push(cut.to_owned());
+            self.written += len;
+            return;
+        }
+        self.ordered.push(text.to_owned());
+        if self.written + len <= self.total {
+            self.out.push(text.to_owned());
+            self.written += len;
+            return;
+        }
+        // Past the budget: truncation on, and everything so far written again, cut.
+        tracing::debug!(
+            warnings = self.ordered.len(),
+            "exceeded max warning header size, truncating"
+        );
+        self.truncating = true;
+        self.written = 0;
+        self.out.clear();
+        for t in std::mem::take(&mut self.ordered) {
+            let (cut, len) = cut(&t, self.item);
+            self.out.push(cut.to_owned());
+            self.written += len;
+        }
+    }
+
+    /// The texts to send, in order.
+    #[cfg(test)]
+    fn texts(&self) -> &[String] {
+        &self.out
+    }
+
+    /// The `Warning` header values (`299 - "text"`).
+    pub(crate) fn header_values(&self) -> impl Iterator<Item = HeaderValue> + '_ {
+        self.out
+            .iter()
+            .filter_map(|w| HeaderValue::from_str(&format!("299 - {}", go_quote_header(w))).ok())
+    }
+}
+
+/// The first `max` characters of `s`, and how many characters that is.
+fn cut(s: &str, max: usize) -> (&str, usize) {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => (&s[..at], max),
+        None => (s, s.chars().count()),
+    }
+}
+
 /// Warning header text: a quoted string with `\` and `"` escaped (RFC 7234 §5.5).
 fn go_quote_header(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -907,6 +1022,45 @@ mod tests {
         );
         assert!(e.status.message.contains("caused apiserver to panic"));
         assert!(recover(async { Ok(7) }).await.is_ok());
+    }
+
+    /// Issue 25 item 3: warnings are deduplicated, kept whole within the budget, and past
+    /// it cut (the earlier ones too) and then dropped, as kube's recorder does.
+    #[test]
+    fn warnings_are_truncated_as_kube_truncates_them() {
+        let mut r = WarningRecorder::with_budget(20, 4);
+        for w in ["", "abcdefg", "abcdefg", "xy", "élégant"] {
+            r.add(w);
+        }
+        // 7 + 2 + 7 = 16 characters: all whole, the repeat and the empty one dropped.
+        assert_eq!(r.texts(), ["abcdefg", "xy", "élégant"]);
+        // 16 + 5 > 20: truncation starts, every warning cut to 4 characters (14 in all).
+        r.add("12345");
+        assert_eq!(r.texts(), ["abcd", "xy", "élég", "1234"]);
+        // Added cut while the total is under 20 (the last one may pass it), then dropped.
+        for w in ["k", "lmnopq", "lmnopq", "rstu", "v"] {
+            r.add(w);
+        }
+        assert_eq!(
+            r.texts(),
+            ["abcd", "xy", "élég", "1234", "k", "lmno", "rstu"]
+        );
+    }
+
+    /// Issue 25 item 3: a flood of warnings (20,000 of 1 KB, as one plugin sent) goes out
+    /// as a few kilobytes of headers.
+    #[test]
+    fn a_flood_of_warnings_stays_within_the_budget() {
+        let mut r = WarningRecorder::default();
+        for i in 0..20_000 {
+            r.add(&format!("{i:05} {}", "w".repeat(1000)));
+        }
+        let values: Vec<HeaderValue> = r.header_values().collect();
+        let bytes: usize = values.iter().map(HeaderValue::len).sum();
+        // Four whole (4,024 characters), the fifth starts truncation: 16 × 256 = 4,096.
+        assert_eq!(values.len(), 16);
+        assert!(bytes < 5 * 1024, "{bytes} bytes of Warning headers");
+        assert!(values[0].to_str().unwrap().starts_with("299 - \"00000 www"));
     }
 
     /// Issue 12, per-request timeouts: `timeout=` shortens the server's deadline, never
