@@ -288,6 +288,28 @@ fn parse_time(ts: Option<&str>) -> Option<OffsetDateTime> {
     Some(t)
 }
 
+/// The cell of a `date` column, as kube's printers make it from a value (the CRD printer
+/// columns' `cellForJSONValue`, and so kubectl's `AGE`): a timestamp shows its age,
+/// [`human_duration`] of `now - ts` (`"7s"`, `"5m"`, `"3d"`); an empty or zero one
+/// `"<unknown>"` (`ConvertToHumanReadableDateType`); a string that is not RFC 3339
+/// `"<invalid>"`; anything but a string (absent, `null`, a number) an empty cell (`null`).
+/// Printer plugins' `date` cells go through here too: a plugin's clock is stopped, so the
+/// host computes their ages.
+pub fn date_cell(value: Option<&Value>, now: OffsetDateTime) -> Value {
+    let Some(Value::String(s)) = value else {
+        return Value::Null;
+    };
+    // `metav1.Time.UnmarshalQueryParameter`: "" and "null" are the zero time.
+    if s.is_empty() || s == "null" {
+        return Value::from("<unknown>");
+    }
+    match OffsetDateTime::parse(s, &Rfc3339) {
+        Err(_) => Value::from("<invalid>"),
+        Ok(t) if t == time::macros::datetime!(0001-01-01 0:00 UTC) => Value::from("<unknown>"),
+        Ok(t) => Value::from(human_duration(now - t)),
+    }
+}
+
 /// Like Go's `translateTimestampSince`: `"<unknown>"` for a missing (or zero) timestamp,
 /// otherwise [`human_duration`] of `now - ts`.
 pub fn age_since(ts: Option<&str>, now: OffsetDateTime) -> String {

@@ -564,7 +564,7 @@ pub fn cells(ver: &CustomVersion, obj: &Value, now: time::OffsetDateTime) -> Vec
             ("integer", Some(v)) if v.is_i64() || v.is_u64() => v.clone(),
             ("number", Some(v)) if v.is_number() => v.clone(),
             ("boolean", Some(v)) if v.is_boolean() => v.clone(),
-            ("date", Some(Value::String(s))) => Value::String(table::age_since(Some(s), now)),
+            ("date", v) => table::date_cell(v, now),
             ("string", Some(Value::String(s))) => Value::String(s.clone()),
             ("string", Some(v)) if !v.is_null() => Value::String(match v {
                 Value::Array(_) | Value::Object(_) => v.to_string(),

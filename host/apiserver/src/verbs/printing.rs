@@ -57,7 +57,7 @@ impl PluginPrinter {
         )
     }
 
-    /// One row of cells per object.
+    /// One row of cells per object, `date` cells shown as ages ([`rows_to_cells`]).
     pub(crate) async fn cells(&self, objs: &[Value]) -> Result<Vec<Vec<Value>>, String> {
         let name = &self.binding.name;
         let raw: Vec<String> = objs.iter().map(Value::to_string).collect();
@@ -75,25 +75,44 @@ impl PluginPrinter {
             }
             Err(e) => return Err(format!("printer plugin {name:?} failed: {e}")),
         };
-        rows.into_iter()
-            .map(|row| {
-                if row.len() != self.columns.len() {
-                    return Err(format!(
-                        "printer plugin {name:?} gave {} cells for {} columns",
-                        row.len(),
-                        self.columns.len()
-                    ));
-                }
-                row.iter()
-                    .map(|c| {
-                        serde_json::from_str(c).map_err(|e| {
-                            format!("printer plugin {name:?} gave a cell that is not JSON: {e}")
-                        })
-                    })
-                    .collect()
-            })
-            .collect()
+        rows_to_cells(name, &self.columns, rows, time::OffsetDateTime::now_utc())
     }
+}
+
+/// A printer plugin's rows (cells as JSON text) as Table cells: each row has one cell per
+/// column, each cell is JSON, and the cells of `date` columns are shown as kube's printers
+/// show them, ages (`7s`, `5m`, `3d`) computed here at `now` ([`table::date_cell`], the
+/// same as for a CRD's printer columns): the plugin's clock is stopped, it cannot.
+fn rows_to_cells(
+    name: &str,
+    columns: &[ColumnDefinition],
+    rows: Vec<Vec<String>>,
+    now: time::OffsetDateTime,
+) -> Result<Vec<Vec<Value>>, String> {
+    rows.into_iter()
+        .map(|row| {
+            if row.len() != columns.len() {
+                return Err(format!(
+                    "printer plugin {name:?} gave {} cells for {} columns",
+                    row.len(),
+                    columns.len()
+                ));
+            }
+            row.iter()
+                .zip(columns)
+                .map(|(c, col)| {
+                    let v: Value = serde_json::from_str(c).map_err(|e| {
+                        format!("printer plugin {name:?} gave a cell that is not JSON: {e}")
+                    })?;
+                    Ok(if col.type_ == "date" {
+                        table::date_cell(Some(&v), now)
+                    } else {
+                        v
+                    })
+                })
+                .collect()
+        })
+        .collect()
 }
 
 impl Ctx {
@@ -138,5 +157,51 @@ impl Ctx {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(format!("{why}; showing the default columns"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+    use serde_json::json;
+
+    use super::*;
+
+    /// Issue 25 item 8: a printer plugin's `date` cells (the widgets plugin prints
+    /// `metadata.creationTimestamp`) are shown as ages, as kube prints a CRD's `date`
+    /// columns; the other cells are left as the plugin gave them.
+    #[test]
+    fn a_plugins_date_cells_are_shown_as_ages() {
+        let col = |name: &str, type_: &str| ColumnDefinition {
+            name: name.into(),
+            type_: type_.into(),
+            format: String::new(),
+            description: String::new(),
+            priority: 0,
+        };
+        let columns = [
+            col("Name", "string"),
+            col("Age", "date"),
+            col("When", "string"),
+        ];
+        let now = time::macros::datetime!(2026-11-27 07:01:24 UTC);
+        let rows = vec![
+            vec![
+                r#""a""#.to_owned(),
+                r#""2026-11-27T06:56:24Z""#.to_owned(),
+                r#""2026-11-27T06:56:24Z""#.to_owned(),
+            ],
+            vec![r#""b""#.into(), r#""not a time""#.into(), "null".into()],
+            vec![r#""c""#.into(), "null".into(), "3".into()],
+        ];
+        let cells = rows_to_cells("p", &columns, rows, now).unwrap();
+        assert_eq!(
+            cells[0],
+            [json!("a"), json!("5m"), json!("2026-11-27T06:56:24Z")]
+        );
+        assert_eq!(cells[1], [json!("b"), json!("<invalid>"), Value::Null]);
+        assert_eq!(cells[2], [json!("c"), Value::Null, json!(3)]);
+        let short = rows_to_cells("p", &columns, vec![vec!["1".into()]], now).unwrap_err();
+        assert_eq!(short, r#"printer plugin "p" gave 1 cells for 3 columns"#);
     }
 }
