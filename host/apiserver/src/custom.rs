@@ -521,6 +521,14 @@ pub fn validate(
         errs.extend(ver.schema.validate_status(obj));
     } else {
         errs.extend(ver.schema.validate(obj));
+        if crate::plugins::crd::is_wasmplugins(rt) {
+            // What the schema cannot say; a field the schema faulted is not faulted again.
+            for e in crate::plugins::validation::validate(obj) {
+                if !errs.iter().any(|x| x.field == e.field) {
+                    errs.push(e);
+                }
+            }
+        }
     }
     if errs.is_empty()
         && let Some(rules) = &ver.rules

@@ -18,6 +18,11 @@ pub(crate) const KEY_PREFIX: &str = "wasmgate.dev/wasmplugins/";
 /// Their API path.
 pub(crate) const PATH: &str = "/apis/wasmgate.dev/v1alpha1/wasmplugins";
 
+/// Whether `rt` is the `WasmPlugin` type.
+pub(crate) fn is_wasmplugins(rt: &crate::registry::ResourceType) -> bool {
+    rt.group == GROUP && rt.resource == "wasmplugins"
+}
+
 fn manifest() -> Result<Value, String> {
     wasmgate_apimachinery::json::from_yaml(MANIFEST.as_bytes())
         .map(|d| d.value)

@@ -3,7 +3,9 @@
 //! - `crd`: the `WasmPlugin` type itself, a CRD the gateway installs at start.
 //! - `controller`: watches `WasmPlugin` objects, loads their modules off the request path
 //!   (compile, link against the contract, self-test), swaps them in atomically and reports
-//!   in `status`; polls module files so that a new build is served within a second.
+//!   in `status`; follows module files (events, and a slower poll) so that a new content
+//!   is served within about a second (what triggers a reload: `controller`'s docs).
+//! - `validation`: what admission checks of a `WasmPlugin` beyond its schema (`422`).
 //! - `dir`: `--plugin-dir`, the quick-start path: `WasmPlugin` manifests next to their
 //!   `.wasm` files, applied through the API.
 //! - [`Plugins`]: what requests read: the current bindings, in order.
@@ -15,6 +17,7 @@ mod controller;
 pub(crate) mod crd;
 pub mod dir;
 pub(crate) mod upload;
+pub(crate) mod validation;
 
 use std::sync::{Arc, RwLock};
 
