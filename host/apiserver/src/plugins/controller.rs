@@ -1,17 +1,38 @@
 //! The plugin controller: from `WasmPlugin` objects to served bindings.
 //!
-//! It lists and watches the objects, and polls the module files every 250 ms (a changed
-//! size or modification time, then a changed digest). A new spec or module is loaded off
-//! the request path: compiled (or found compiled), linked against the contract, run once
-//! as a self-test, and only then swapped in. A module that fails leaves the previous
-//! version serving; the reason goes to `status.conditions[Ready]`.
+//! It lists and watches the objects, and follows their module files. A new spec or module
+//! is loaded off the request path: compiled (or found compiled), linked against the
+//! contract, run once as a self-test, and only then swapped in. A module that fails leaves
+//! the previous version serving; the reason goes to `status.conditions[Ready]`.
 //!
-//! Files are polled rather than watched with inotify: a module is replaced by a copy or a
-//! rename, often on volumes where inotify says nothing (bind mounts, network file
-//! systems), and what decides is the content digest, which a poll reads anyway.
+//! # What triggers a reload
+//!
+//! - **A change of the `WasmPlugin`'s spec** (a new `metadata.generation`): the module is
+//!   loaded again with the new spec, whatever its content. Status and metadata updates
+//!   reload nothing.
+//! - **A change of the content of the module file** (`spec.module.path`): a reload
+//!   happens when the file's content digest (sha256) differs from the digest of the last
+//!   module tried (the one served, or one that was refused). The file is read and hashed
+//!   again when
+//!   - a file-system event (inotify on Linux, the `notify` crate) names the file, the
+//!     file its path resolves to through symlinks, or their directories (a rename over
+//!     the file, a write in place, a symlink swapped, as Nix profiles do); events are acted
+//!     on once the files were quiet for [`SETTLE`] (a copy in progress is not read half
+//!     written), at most [`SETTLE_MAX`] after the first one: a new module is noticed
+//!     within about a second;
+//!   - or, as a fallback where events say nothing (network file systems, some bind
+//!     mounts, a watch that could not be set), a poll every [`POLL`] finds the file's size,
+//!     modification time, change time, inode or resolved path (symlink target) changed.
+//!
+//!   So a new module with the same size and modification time as the old one (a
+//!   reproducible build, `cp -p`, another Nix store path) is reloaded, and a file touched
+//!   or rewritten with the same bytes is not. A module file that disappears leaves the
+//!   served module as it is.
+//! - A module uploaded through the API (`spec.module.digest`) changes only with the spec.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime};
 
 use http::Method;
@@ -26,8 +47,16 @@ use crate::Inner;
 use crate::internal::system_user;
 use crate::object;
 
-/// How often module files are checked for a new content.
-const POLL: Duration = Duration::from_millis(250);
+/// How often module files are checked without an event (the fallback for file systems
+/// that send none): a stat and a canonicalization per plugin, the content read only when
+/// they changed.
+const POLL: Duration = Duration::from_secs(2);
+/// How long the files must be quiet after an event before they are read.
+const SETTLE: Duration = Duration::from_millis(100);
+/// The longest wait after the first event of a burst (a file written to without pause).
+const SETTLE_MAX: Duration = Duration::from_secs(1);
+/// Paths remembered between two checks; more, and every file is checked.
+const MAX_PENDING: usize = 1024;
 /// Digests kept in `status.previousDigests`.
 const KEEP_PREVIOUS: usize = 5;
 
@@ -36,8 +65,8 @@ struct Known {
     obj: Value,
     generation: i64,
     uid: String,
-    /// Size and modification time of the module file when last read.
-    file: Option<(u64, SystemTime)>,
+    /// What the module file looked like when last read.
+    file: Option<FileSig>,
     /// The digest served (`None`: nothing loaded yet).
     digest: Option<String>,
     /// The digest of the last attempt, served or not.
@@ -47,6 +76,7 @@ struct Known {
 
 pub(crate) async fn run(weak: Weak<Inner>) {
     let mut known: HashMap<String, Known> = HashMap::new();
+    let mut files = FileEvents::new();
     loop {
         let Some(inner) = weak.upgrade() else { return };
         let mut shutdown = inner.shutdown.subscribe();
@@ -88,20 +118,28 @@ pub(crate) async fn run(weak: Weak<Inner>) {
             Err(_) => continue,
         };
         drop(inner);
+        files.follow(&known);
         let mut tick = tokio::time::interval(POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             // Work happens outside `select!`: its futures (one holds the shutdown flag's
             // read guard) must not live across the loads' awaits.
-            let ev = tokio::select! {
+            let wake = tokio::select! {
                 _ = shutdown.wait_for(|s| *s) => return,
-                ev = watcher.next() => Some(ev),
-                _ = tick.tick() => None,
+                ev = watcher.next() => Wake::Object(ev),
+                _ = tick.tick() => Wake::Poll,
+                _ = files.wait() => Wake::Files,
             };
             let Some(inner) = weak.upgrade() else { return };
-            match ev {
-                None => poll_files(&inner, &mut known).await,
-                Some(Err(_)) => break,
-                Some(Ok(ev)) => {
+            match wake {
+                Wake::Poll => poll_files(&inner, &mut known).await,
+                Wake::Files => {
+                    files.settle().await;
+                    let changed = files.take();
+                    check_files(&inner, &mut known, &changed).await;
+                }
+                Wake::Object(Err(_)) => break,
+                Wake::Object(Ok(ev)) => {
                     let Ok(obj) = object::from_stored(&ev.value) else {
                         continue;
                     };
@@ -115,8 +153,16 @@ pub(crate) async fn run(weak: Weak<Inner>) {
                     }
                 }
             }
+            files.follow(&known);
         }
     }
+}
+
+/// What woke the controller.
+enum Wake {
+    Object(Result<Arc<wasmgate_storage::Event>, wasmgate_storage::StorageError>),
+    Poll,
+    Files,
 }
 
 /// A new version of an object: load it when its spec changed.
@@ -152,22 +198,237 @@ async fn observe(inner: &Arc<Inner>, known: &mut HashMap<String, Known>, obj: Va
     reconcile(inner, &name, k, true).await;
 }
 
-/// Re-reads module files whose size or modification time changed.
+/// The fallback poll: re-reads module files whose size, times, inode or resolved path
+/// changed.
 async fn poll_files(inner: &Arc<Inner>, known: &mut HashMap<String, Known>) {
     for (name, k) in known.iter_mut() {
-        let Some(path) = k.obj["spec"]["module"]["path"].as_str() else {
+        let Some(path) = k.obj["spec"]["module"]["path"].as_str().map(PathBuf::from) else {
             continue;
         };
-        let sig = file_sig(path).await;
+        let sig = blocking(move || FileSig::of(&path)).await;
         if sig.is_some() && sig != k.file {
             reconcile(inner, name, k, false).await;
         }
     }
 }
 
-async fn file_sig(path: &str) -> Option<(u64, SystemTime)> {
-    let m = tokio::fs::metadata(path).await.ok()?;
-    Some((m.len(), m.modified().ok()?))
+/// After file-system events: re-reads the module files they name (`None`: all of them).
+async fn check_files(
+    inner: &Arc<Inner>,
+    known: &mut HashMap<String, Known>,
+    changed: &Option<HashSet<PathBuf>>,
+) {
+    for (name, k) in known.iter_mut() {
+        let Some(path) = k.obj["spec"]["module"]["path"].as_str() else {
+            continue;
+        };
+        let named = match changed {
+            None => true,
+            Some(paths) => k
+                .followed(Path::new(path))
+                .iter()
+                .any(|p| paths.iter().any(|c| c == p || p.parent() == Some(c))),
+        };
+        if named {
+            reconcile(inner, name, k, false).await;
+        }
+    }
+}
+
+/// Runs blocking file-system work off the async workers.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(t) => t,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
+/// What a module file looks like without reading it: what the fallback poll compares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileSig {
+    len: u64,
+    modified: Option<SystemTime>,
+    /// The inode's change time (seconds, nanoseconds): any write, rename or `touch`.
+    changed: (i64, i64),
+    /// Device and inode: another file renamed over the path.
+    inode: (u64, u64),
+    /// The path with every symlink resolved: a swapped symlink (Nix profiles).
+    resolved: PathBuf,
+}
+
+impl FileSig {
+    /// The signature of the file at `path` (following symlinks); `None` when it cannot be
+    /// read.
+    fn of(path: &Path) -> Option<FileSig> {
+        let resolved = std::fs::canonicalize(path).ok()?;
+        let m = std::fs::metadata(&resolved).ok()?;
+        #[cfg(unix)]
+        let (changed, inode) = {
+            use std::os::unix::fs::MetadataExt as _;
+            ((m.ctime(), m.ctime_nsec()), (m.dev(), m.ino()))
+        };
+        #[cfg(not(unix))]
+        let (changed, inode) = ((0, 0), (0, 0));
+        Some(FileSig {
+            len: m.len(),
+            modified: m.modified().ok(),
+            changed,
+            inode,
+            resolved,
+        })
+    }
+}
+
+/// Reads a module file, with its signature taken first (a change while it is read is
+/// seen by the next check).
+fn read_module(path: &Path) -> (Option<FileSig>, Result<Vec<u8>, String>) {
+    let sig = FileSig::of(path);
+    let bytes = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()));
+    (sig, bytes)
+}
+
+impl Known {
+    /// The paths whose events concern this plugin's module file: the path, and the file
+    /// it resolves to through symlinks.
+    fn followed(&self, path: &Path) -> Vec<PathBuf> {
+        let mut paths = vec![path.to_owned()];
+        if let Some(sig) = &self.file
+            && sig.resolved != path
+        {
+            paths.push(sig.resolved.clone());
+        }
+        paths
+    }
+}
+
+/// File-system events on the module files' directories (inotify on Linux), gathered
+/// between two checks. Without a watcher (the platform has none, or inotify's limits are
+/// reached) only the poll sees changes.
+struct FileEvents {
+    watcher: Option<notify::RecommendedWatcher>,
+    /// Directories watched now.
+    watched: HashSet<PathBuf>,
+    pending: Arc<Mutex<Pending>>,
+    woken: Arc<tokio::sync::Notify>,
+}
+
+/// Events not yet acted on.
+#[derive(Default)]
+struct Pending {
+    paths: HashSet<PathBuf>,
+    /// Events were lost (the kernel's queue overflowed, or too many paths): check all.
+    everything: bool,
+    /// Bumped by every event, to tell when the files went quiet.
+    generation: u64,
+}
+
+impl FileEvents {
+    fn new() -> FileEvents {
+        let pending = Arc::new(Mutex::new(Pending::default()));
+        let woken = Arc::new(tokio::sync::Notify::new());
+        let watcher = {
+            let (pending, woken) = (pending.clone(), woken.clone());
+            notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+                let mut p = pending.lock().unwrap_or_else(|p| p.into_inner());
+                p.generation += 1;
+                match ev {
+                    Ok(ev) if !ev.need_rescan() && p.paths.len() < MAX_PENDING => {
+                        p.paths.extend(ev.paths);
+                    }
+                    _ => {
+                        p.everything = true;
+                        p.paths.clear();
+                    }
+                }
+                drop(p);
+                woken.notify_one();
+            })
+        };
+        let watcher = match watcher {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!(
+                    "plugin module files: no file-system events ({e}); polling every {POLL:?}"
+                );
+                None
+            }
+        };
+        FileEvents {
+            watcher,
+            watched: HashSet::new(),
+            pending,
+            woken,
+        }
+    }
+
+    /// Watches the directories of the module files of `known` (and of the files their
+    /// paths resolve to), and no others.
+    fn follow(&mut self, known: &HashMap<String, Known>) {
+        let Some(watcher) = self.watcher.as_mut() else {
+            return;
+        };
+        let mut wanted = HashSet::new();
+        for k in known.values() {
+            if let Some(path) = k.obj["spec"]["module"]["path"].as_str() {
+                for p in k.followed(Path::new(path)) {
+                    if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                        wanted.insert(dir.to_owned());
+                    }
+                }
+            }
+        }
+        use notify::Watcher as _;
+        for gone in self.watched.difference(&wanted) {
+            let _ = watcher.unwatch(gone);
+        }
+        self.watched.retain(|d| wanted.contains(d));
+        for dir in wanted {
+            if self.watched.contains(&dir) {
+                continue;
+            }
+            match watcher.watch(&dir, notify::RecursiveMode::NonRecursive) {
+                Ok(()) => {
+                    self.watched.insert(dir);
+                }
+                // Tried again at the next change; the poll covers it meanwhile.
+                Err(e) => tracing::debug!(dir = %dir.display(), "not watched: {e}"),
+            }
+        }
+    }
+
+    /// Returns when an event came (at once if one came since the last [`FileEvents::take`]).
+    async fn wait(&self) {
+        self.woken.notified().await;
+    }
+
+    /// Waits until no event came for [`SETTLE`], at most [`SETTLE_MAX`].
+    async fn settle(&self) {
+        let started = tokio::time::Instant::now();
+        loop {
+            let before = self.generation();
+            tokio::time::sleep(SETTLE).await;
+            if self.generation() == before || started.elapsed() >= SETTLE_MAX {
+                return;
+            }
+        }
+    }
+
+    fn generation(&self) -> u64 {
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .generation
+    }
+
+    /// The paths events named since the last call (`None`: check every file).
+    fn take(&self) -> Option<HashSet<PathBuf>> {
+        let mut p = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        if std::mem::take(&mut p.everything) {
+            p.paths.clear();
+            return None;
+        }
+        Some(std::mem::take(&mut p.paths))
+    }
 }
 
 /// Why a `WasmPlugin` is not served: a `Ready=False` reason and a message.
@@ -190,10 +451,14 @@ async fn reconcile(inner: &Arc<Inner>, name: &str, k: &mut Known, spec_changed: 
     let module = &k.obj["spec"]["module"];
     let read = match (module["path"].as_str(), module["digest"].as_str()) {
         (Some(path), _) => {
-            k.file = file_sig(path).await;
-            tokio::fs::read(path)
-                .await
-                .map_err(|e| format!("reading {path}: {e}"))
+            let path = PathBuf::from(path);
+            let (sig, read) = blocking(move || read_module(&path)).await;
+            k.file = sig;
+            if read.is_err() && !spec_changed {
+                // Gone (or unreadable) since it was loaded: what serves stays.
+                return;
+            }
+            read
         }
         (None, Some(digest)) => {
             k.file = None;
@@ -208,7 +473,11 @@ async fn reconcile(inner: &Arc<Inner>, name: &str, k: &mut Known, spec_changed: 
             return;
         }
     };
-    let digest = wasmgate_plugin_runtime::digest(&bytes);
+    let (bytes, digest) = blocking(move || {
+        let d = wasmgate_plugin_runtime::digest(&bytes);
+        (bytes, d)
+    })
+    .await;
     if !spec_changed && k.tried.as_deref() == Some(digest.as_str()) {
         return;
     }
