@@ -16,13 +16,14 @@
 //!   again when
 //!   - a file-system event (inotify on Linux, the `notify` crate) names the file, the
 //!     file its path resolves to through symlinks, or their directories (a rename over
-//!     the file, a write in place, a symlink swapped, as Nix profiles do); events are acted
-//!     on once the files were quiet for [`SETTLE`] (a copy in progress is not read half
-//!     written), at most [`SETTLE_MAX`] after the first one: a new module is noticed
-//!     within about a second;
+//!     the file, a write in place, the file's own symlink swapped to another store path);
+//!     events are acted on once the files were quiet for [`SETTLE`] (a copy in progress
+//!     is not read half written), at most [`SETTLE_MAX`] after the first one: a new
+//!     module is noticed within about a second (and then compiled);
 //!   - or, as a fallback where events say nothing (network file systems, some bind
-//!     mounts, a watch that could not be set), a poll every [`POLL`] finds the file's size,
-//!     modification time, change time, inode or resolved path (symlink target) changed.
+//!     mounts, a watch that could not be set, a symlink swapped higher up the path such as
+//!     a profile's directory link), a poll every [`POLL`] finds the file's size,
+//!     modification time, change time, inode or resolved path (symlink targets) changed.
 //!
 //!   So a new module with the same size and modification time as the old one (a
 //!   reproducible build, `cp -p`, another Nix store path) is reloaded, and a file touched
@@ -305,7 +306,9 @@ impl Known {
 /// between two checks. Without a watcher (the platform has none, or inotify's limits are
 /// reached) only the poll sees changes.
 struct FileEvents {
-    watcher: Option<notify::RecommendedWatcher>,
+    /// Created with the first module file to follow (a gateway without plugins has no
+    /// inotify instance); `Err` when it could not be (only the poll sees changes then).
+    watcher: Option<Result<notify::RecommendedWatcher, ()>>,
     /// Directories watched now.
     watched: HashSet<PathBuf>,
     pending: Arc<Mutex<Pending>>,
@@ -324,49 +327,45 @@ struct Pending {
 
 impl FileEvents {
     fn new() -> FileEvents {
-        let pending = Arc::new(Mutex::new(Pending::default()));
-        let woken = Arc::new(tokio::sync::Notify::new());
-        let watcher = {
-            let (pending, woken) = (pending.clone(), woken.clone());
-            notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
-                let mut p = pending.lock().unwrap_or_else(|p| p.into_inner());
-                p.generation += 1;
-                match ev {
-                    Ok(ev) if !ev.need_rescan() && p.paths.len() < MAX_PENDING => {
-                        p.paths.extend(ev.paths);
-                    }
-                    _ => {
-                        p.everything = true;
-                        p.paths.clear();
-                    }
-                }
-                drop(p);
-                woken.notify_one();
-            })
-        };
-        let watcher = match watcher {
-            Ok(w) => Some(w),
-            Err(e) => {
-                tracing::warn!(
-                    "plugin module files: no file-system events ({e}); polling every {POLL:?}"
-                );
-                None
-            }
-        };
         FileEvents {
-            watcher,
+            watcher: None,
             watched: HashSet::new(),
-            pending,
-            woken,
+            pending: Default::default(),
+            woken: Default::default(),
         }
+    }
+
+    /// A watcher whose events go to `pending`, waking `woken`.
+    fn watcher(
+        pending: &Arc<Mutex<Pending>>,
+        woken: &Arc<tokio::sync::Notify>,
+    ) -> Result<notify::RecommendedWatcher, ()> {
+        let (pending, woken) = (pending.clone(), woken.clone());
+        notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+            let mut p = pending.lock().unwrap_or_else(|p| p.into_inner());
+            p.generation += 1;
+            match ev {
+                Ok(ev) if !ev.need_rescan() && p.paths.len() < MAX_PENDING => {
+                    p.paths.extend(ev.paths);
+                }
+                _ => {
+                    p.everything = true;
+                    p.paths.clear();
+                }
+            }
+            drop(p);
+            woken.notify_one();
+        })
+        .map_err(|e| {
+            tracing::warn!(
+                "plugin module files: no file-system events ({e}); polling every {POLL:?}"
+            );
+        })
     }
 
     /// Watches the directories of the module files of `known` (and of the files their
     /// paths resolve to), and no others.
     fn follow(&mut self, known: &HashMap<String, Known>) {
-        let Some(watcher) = self.watcher.as_mut() else {
-            return;
-        };
         let mut wanted = HashSet::new();
         for k in known.values() {
             if let Some(path) = k.obj["spec"]["module"]["path"].as_str() {
@@ -377,6 +376,15 @@ impl FileEvents {
                 }
             }
         }
+        if wanted.is_empty() && self.watched.is_empty() {
+            return;
+        }
+        let watcher = self
+            .watcher
+            .get_or_insert_with(|| FileEvents::watcher(&self.pending, &self.woken));
+        let Ok(watcher) = watcher else {
+            return;
+        };
         use notify::Watcher as _;
         for gone in self.watched.difference(&wanted) {
             let _ = watcher.unwatch(gone);
@@ -646,5 +654,105 @@ async fn report(inner: &Arc<Inner>, name: &str, k: &Known, outcome: Result<Hooks
     .await
     {
         tracing::warn!(plugin = name, "plugin status not written: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+    use super::*;
+
+    fn known(path: &Path) -> Known {
+        Known {
+            obj: json!({"spec": {"module": {"path": path}}}),
+            generation: 1,
+            uid: "u".into(),
+            file: FileSig::of(path),
+            digest: None,
+            tried: None,
+            previous: Vec::new(),
+        }
+    }
+
+    /// Issue 25 item 6: a module file renamed over, written in place or behind a swapped
+    /// symlink is an event naming the path the plugin follows, well within a second (the
+    /// poll, every 2 s, is only the fallback).
+    #[tokio::test]
+    async fn module_file_changes_are_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, link) = (dir.path().join("m.wasm"), dir.path().join("link.wasm"));
+        std::fs::write(&file, b"one").unwrap();
+        std::fs::write(dir.path().join("other.wasm"), b"two").unwrap();
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let mut events = FileEvents::new();
+        let known: HashMap<String, Known> = [("f", &file), ("l", &link)]
+            .into_iter()
+            .map(|(n, p)| (n.to_owned(), known(p)))
+            .collect();
+        events.follow(&known);
+        assert_eq!(events.watched, HashSet::from([dir.path().to_owned()]));
+        let changes = [
+            // Renamed over.
+            Box::new(|| {
+                std::fs::write(dir.path().join("m.tmp"), b"ONE").unwrap();
+                std::fs::rename(dir.path().join("m.tmp"), &file).unwrap();
+            }) as Box<dyn Fn()>,
+            // Written in place.
+            Box::new(|| std::fs::write(&file, b"uno").unwrap()),
+            // The link swapped.
+            Box::new(|| {
+                let tmp = dir.path().join("link.tmp");
+                std::os::unix::fs::symlink(dir.path().join("other.wasm"), &tmp).unwrap();
+                std::fs::rename(&tmp, &link).unwrap();
+            }),
+        ];
+        for (i, change) in changes.iter().enumerate() {
+            events.take();
+            change();
+            tokio::time::timeout(Duration::from_secs(1), events.wait())
+                .await
+                .unwrap_or_else(|_| panic!("no event for change {i}"));
+            events.settle().await;
+            let named = events.take().unwrap();
+            let want = if i == 2 { &link } else { &file };
+            assert!(named.contains(want), "change {i}: {named:?}");
+        }
+        // Nothing followed: nothing watched.
+        events.follow(&HashMap::new());
+        assert!(events.watched.is_empty());
+    }
+
+    /// Issue 25 item 6: the fallback poll's signature changes with the content's inode,
+    /// change time or symlink target even when size and modification time stay.
+    #[test]
+    fn the_signature_sees_more_than_size_and_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, link) = (
+            dir.path().join("a"),
+            dir.path().join("b"),
+            dir.path().join("l"),
+        );
+        std::fs::write(&a, b"aaa").unwrap();
+        std::fs::write(&b, b"bbb").unwrap();
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        for p in [&a, &b] {
+            std::fs::File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        }
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let (sa, sb, sl) = (
+            FileSig::of(&a).unwrap(),
+            FileSig::of(&b).unwrap(),
+            FileSig::of(&link).unwrap(),
+        );
+        assert_eq!((sa.len, sa.modified), (sb.len, sb.modified));
+        assert_ne!(sa, sb);
+        assert_eq!(sl, sa, "a link's signature is its target's");
+        assert_eq!(sl.resolved, a.canonicalize().unwrap());
+        assert!(FileSig::of(&dir.path().join("missing")).is_none());
     }
 }
