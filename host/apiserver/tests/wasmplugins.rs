@@ -279,7 +279,19 @@ async fn plugin_dir_manifests_are_decoded_strictly() {
     let good = s.get(&format!("{PLUGINS}/good")).await.expect(200).json();
     assert!(good["spec"].get("operations").is_none(), "{good}");
 
-    // Fixed: applied.
+    // Fixed: applied, the status kept.
+    std::fs::write(
+        dir.path().join("good.yaml"),
+        manifest("good", "  operations: [CREATE]\n"),
+    )
+    .unwrap();
+    let st = wait_status(&s, "good", "update", |st| {
+        st["conditions"][0]["observedGeneration"] == 2
+    })
+    .await;
+    assert!(st["digest"].is_string(), "{st}");
+    let good = s.get(&format!("{PLUGINS}/good")).await.expect(200).json();
+    assert_eq!(good["spec"]["operations"], json!(["CREATE"]));
     std::fs::write(
         dir.path().join("typo.yaml"),
         manifest("typo", "  hooks: [validate]\n"),
