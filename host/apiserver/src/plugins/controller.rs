@@ -53,7 +53,7 @@ use crate::object;
 /// they changed.
 const POLL: Duration = Duration::from_secs(2);
 /// How long the files must be quiet after an event before they are read.
-const SETTLE: Duration = Duration::from_millis(100);
+const SETTLE: Duration = Duration::from_millis(50);
 /// The longest wait after the first event of a burst (a file written to without pause).
 const SETTLE_MAX: Duration = Duration::from_secs(1);
 /// Paths remembered between two checks; more, and every file is checked.
