@@ -77,7 +77,7 @@ pub use serde_json::{self, Value, json};
 pub mod bindings {
     wit_bindgen::generate!({
         world: "plugin",
-        path: "../wit",
+        path: "wit",
         pub_export_macro: true,
         default_bindings_module: "wasmgate_sdk::bindings",
     });
