@@ -256,6 +256,33 @@ fn a_plugin_with_every_hook_passes_its_own_testdata() {
     assert_contains(&report, &["5 cases: 5 passed, 0 failed"]);
 }
 
+/// The tutorial example's own testdata (`examples/plugins/hello-admission/testdata`),
+/// through the component `plugins/build.sh` built.
+#[test]
+fn the_tutorial_example_passes_its_testdata() {
+    let example = wasmgate_e2e::examples_dir().join("plugins/hello-admission");
+    let module = wasmgate_e2e::examples_dir().join("../plugins/dist/hello_admission.wasm");
+    assert!(
+        module.is_file(),
+        "{} is missing: build the plugins first (bash plugins/build.sh)",
+        module.display()
+    );
+    let module = module.to_string_lossy().into_owned();
+    let out = run_with_timeout(
+        command(WASMGATE, &example, &["plugin", "test", &module, "testdata"]),
+        BUILD_TIMEOUT,
+    );
+    let report = ok("plugin test", &out);
+    assert_contains(
+        &report,
+        &[
+            "ok    forbidden",
+            "ok    greeted",
+            "2 cases: 2 passed, 0 failed",
+        ],
+    );
+}
+
 /// What a plugin author gets wrong, answered with exit code 2 (usage) or 1 (the build or
 /// the plugin failed) and a message that says what to do.
 #[test]
