@@ -1,66 +1,14 @@
-//! # wasmgate-sdk
+#![doc = include_str!("../README.md")]
 //!
-//! Write Wasmgate plugins in Rust: the logic Kubernetes sends to admission and conversion
-//! webhooks, and server-side table printing, as a WebAssembly component the gateway runs
-//! in a sandbox. This crate hides the WIT bindings (`wit/plugin.wit`, package
-//! `wasmgate:plugin@0.1.0`): implement [`Admission`], [`Conversion`] and [`Printer`] (each
-//! method has a default), then name your type in [`export_plugin!`].
+//! ## Layout
+//! * [`Admission`], [`Conversion`], [`Printer`]: the hooks, as traits with defaults.
+//! * [`Request`] and the types it holds; [`Response`], [`Denial`], [`Cause`], [`Column`]:
+//!   what the hooks are given and answer.
+//! * [`config()`], [`log()`]: the host's imports.
+//! * [`export_plugin!`]: the component's exports (wasm32 only).
+//! * [`testing`]: requests for native tests, the config they see, what they logged.
 //!
-//! ```
-//! use wasmgate_sdk::{Admission, Cause, Conversion, Printer, Request, Response, export_plugin};
-//!
-//! pub struct NoForbidden;
-//!
-//! impl Admission for NoForbidden {
-//!     fn validate(req: &Request) -> Response {
-//!         match req.label("hello") {
-//!             Some("forbidden") => Response::deny("hello=forbidden is not allowed")
-//!                 .with_cause(Cause::invalid("metadata.labels.hello", "must not be forbidden")),
-//!             _ => Response::allow(),
-//!         }
-//!     }
-//! }
-//! impl Conversion for NoForbidden {}
-//! impl Printer for NoForbidden {}
-//!
-//! export_plugin!(NoForbidden, name: "no-forbidden", version: "0.1.0", hooks: [validate]);
-//!
-//! // Natively (`cargo test`), the traits are plain Rust: test them with `testing`.
-//! let req = wasmgate_sdk::testing::create(serde_json::json!({
-//!     "apiVersion": "v1", "kind": "ConfigMap",
-//!     "metadata": {"name": "a", "labels": {"hello": "forbidden"}},
-//! }));
-//! let resp = NoForbidden::validate(&req);
-//! assert!(!resp.allowed);
-//! assert_eq!(resp.causes()[0].field, "metadata.labels.hello");
-//! ```
-//!
-//! Build the component with `cargo build --release --target wasm32-wasip2`; the `.wasm` in
-//! `target/wasm32-wasip2/release/` is what a `WasmPlugin` names:
-//!
-//! ```yaml
-//! apiVersion: wasmgate.dev/v1alpha1
-//! kind: WasmPlugin
-//! metadata: {name: no-forbidden}
-//! spec:
-//!   module: {path: /abs/path/no_forbidden.wasm}   # watched: a new build is served at once
-//!   groups: [""]                                   # "" core, "*" every group
-//!   resources: [configmaps]                        # optional; also operations, selectors
-//!   failurePolicy: Fail                            # or Ignore
-//!   timeoutMilliseconds: 100                       # per call; memoryLimitMiB: 64
-//!   config: {any: thing}                           # what `config()` returns
-//! ```
-//!
-//! `kubectl apply -f` it, or drop both files into the gateway's `--plugin-dir` (a relative
-//! module path is taken from the manifest's directory); `kubectl get wasmplugins` shows
-//! whether it is served (`READY`), and why not.
-//!
-//! What the gateway guarantees a plugin: every call runs in a fresh instance, within the
-//! binding's time and memory limits, with no files, network, environment, clock (it reads
-//! the Unix epoch) or randomness (a fixed stream): the same request always gets the same
-//! answer. A panic, a timeout or running out of memory fails the request under the
-//! binding's `failurePolicy`, never the gateway. Denials are 403 unless
-//! [`Response::with_code`] says otherwise; their causes are appended to the message.
+//! This crate must not depend on the host's crates: the two meet only at the WIT.
 
 mod request;
 mod response;
@@ -77,7 +25,7 @@ pub use serde_json::{self, Value, json};
 pub mod bindings {
     wit_bindgen::generate!({
         world: "plugin",
-        path: "../wit",
+        path: "wit",
         pub_export_macro: true,
         default_bindings_module: "wasmgate_sdk::bindings",
     });

@@ -7,10 +7,12 @@
 //! ## Layout
 //! * [`config`]: the configuration types.
 //! * [`pki`]: CA, serving and admin certificates, the admin kubeconfig.
+//! * [`plugin_cli`]: `wasmgate plugin new|build|run|test`, tools for plugin authors.
 #![forbid(unsafe_code)]
 
 pub mod config;
 pub mod pki;
+pub mod plugin_cli;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -8,6 +8,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -43,6 +44,9 @@ enum Command {
     /// writes are lost; the count is printed), and resourceVersions continue after the
     /// highest they held. Keep a copy of the data directory first.
     Repair(ServeArgs),
+    /// Write, build, run and test plugins, without a gateway.
+    #[command(subcommand)]
+    Plugin(wasmgate::plugin_cli::PluginCommand),
 }
 
 #[derive(Debug, clap::Args)]
@@ -204,13 +208,14 @@ fn effective_config(args: &ServeArgs) -> anyhow::Result<Config> {
     Ok(c)
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Plugin(cmd) => Ok(wasmgate::plugin_cli::main(cmd)),
         Command::Config(args) => {
             let c = effective_config(&args)?;
             print!("{}", serde_saphyr::to_string(&c)?);
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
         Command::Repair(args) => {
             init_logging(&args);
@@ -235,7 +240,7 @@ fn main() -> anyhow::Result<()> {
                     r.revision
                 ),
             }
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
         Command::Serve(args) => {
             init_logging(&args);
@@ -244,7 +249,8 @@ fn main() -> anyhow::Result<()> {
             tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?
-                .block_on(run(config))
+                .block_on(run(config))?;
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
