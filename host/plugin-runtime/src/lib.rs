@@ -7,9 +7,11 @@
 //! self-test) before the caller may serve it; every call then gets a fresh `Store` and
 //! instance, a wall-clock deadline and a memory limit, and a sandbox with no files,
 //! network, environment, real clock or real randomness. Whatever a plugin does, a call
-//! ends in a result or a typed [`CallError`].
+//! ends in a result or a typed [`CallError`]; an answer is held to the [`caps`] before a
+//! caller sees it.
 
 mod cache;
+pub mod caps;
 mod host;
 mod plugin;
 
@@ -89,6 +91,9 @@ pub enum CallError {
     /// The call ran past its deadline.
     #[error("timed out after {0:?}")]
     Timeout(Duration),
+    /// The plugin's answer is over one of the [`caps`] (which, its size and the limit).
+    #[error("returned too much: {0}")]
+    TooLarge(String),
     /// The plugin asked for more memory than its limit.
     #[error("ran out of memory (limit {0} bytes)")]
     OutOfMemory(u64),
@@ -105,6 +110,7 @@ impl CallError {
             CallError::Timeout(_) => "timeout",
             CallError::OutOfMemory(_) => "out_of_memory",
             CallError::Malformed(_) => "malformed",
+            CallError::TooLarge(_) => "output_too_large",
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::wit::{
     AdmissionRequest, AdmissionResponse, ColumnDefinition, ConversionRequest, Hook, PluginInfo,
     Status,
 };
-use crate::{CallError, LoadError, MAX_MEMORY_BYTES, Runtime};
+use crate::{CallError, LoadError, MAX_MEMORY_BYTES, Runtime, caps};
 
 /// Time and memory bounds of every call of one plugin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -301,12 +301,16 @@ impl Plugin {
 
     /// `admission.mutate`.
     pub async fn mutate(&self, req: &AdmissionRequest) -> Result<AdmissionResponse, CallError> {
-        call!(self, "mutate", admission.call_mutate(req))
+        let resp = call!(self, "mutate", admission.call_mutate(req))?;
+        caps::admission(&resp)?;
+        Ok(resp)
     }
 
     /// `admission.validate`.
     pub async fn validate(&self, req: &AdmissionRequest) -> Result<AdmissionResponse, CallError> {
-        call!(self, "validate", admission.call_validate(req))
+        let resp = call!(self, "validate", admission.call_validate(req))?;
+        caps::admission(&resp)?;
+        Ok(resp)
     }
 
     /// `conversion.convert`: the objects in order, or the plugin's refusal.
@@ -314,8 +318,8 @@ impl Plugin {
         &self,
         req: &ConversionRequest,
     ) -> Result<Result<Vec<String>, Status>, CallError> {
-        let r = call!(self, "convert", conversion.call_convert(req));
-        let r = r?;
+        let r = call!(self, "convert", conversion.call_convert(req))?;
+        caps::converted(&r)?;
         if let Ok(objs) = &r
             && objs.len() != req.objects.len()
         {
@@ -334,7 +338,9 @@ impl Plugin {
         api_version: &str,
         kind: &str,
     ) -> Result<Vec<ColumnDefinition>, CallError> {
-        call!(self, "columns", printer.call_columns(api_version, kind))
+        let columns = call!(self, "columns", printer.call_columns(api_version, kind))?;
+        caps::columns(&columns)?;
+        Ok(columns)
     }
 
     /// `printer.rows`: one row of JSON cells per object, or the plugin's refusal.
@@ -344,8 +350,8 @@ impl Plugin {
         kind: &str,
         objects: &[String],
     ) -> Result<Result<Vec<Vec<String>>, Status>, CallError> {
-        let r = call!(self, "rows", printer.call_rows(api_version, kind, objects));
-        let r = r?;
+        let r = call!(self, "rows", printer.call_rows(api_version, kind, objects))?;
+        caps::rows(&r)?;
         if let Ok(rows) = &r
             && rows.len() != objects.len()
         {

@@ -324,3 +324,150 @@ fn tempfile_dir() -> PathBuf {
     std::fs::create_dir_all(&d).expect("mkdir");
     d
 }
+
+/// The hostile fixture in `mode` with more of its config, timeout and memory limit.
+async fn hostile_with(
+    rt: &Runtime,
+    name: &str,
+    config: serde_json::Value,
+    limits: Limits,
+) -> wasmgate_plugin_runtime::Plugin {
+    rt.load(name, &wasm("hostile"), limits, &config.to_string())
+        .await
+        .expect("hostile fixture loads")
+}
+
+fn limits(timeout_ms: u64, memory_mib: u64) -> Limits {
+    Limits {
+        timeout: Duration::from_millis(timeout_ms),
+        memory_bytes: memory_mib << 20,
+    }
+}
+
+/// issue 25 item 3: an answer over any of the caps is the plugin's failure, refused
+/// before the caller sees it, saying which cap, the size and the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_over_a_cap_are_refused_as_too_large() {
+    use wasmgate_plugin_runtime::caps;
+    let rt = runtime();
+    let admission = [
+        (
+            serde_json::json!({"mode": "huge-message"}),
+            "status message: 104857600 bytes, more than the 32768 allowed".to_owned(),
+        ),
+        (
+            serde_json::json!({"mode": "warnings-flood"}),
+            "warnings: 20000 entries, more than the 100 allowed".into(),
+        ),
+        (
+            serde_json::json!({"mode": "warnings-flood", "count": 65, "bytes": 1024}),
+            format!(
+                "warnings: 66560 bytes, more than the {} allowed",
+                caps::MAX_WARNINGS_BYTES
+            ),
+        ),
+        (
+            serde_json::json!({"mode": "many-causes"}),
+            "status causes: 101 entries".into(),
+        ),
+        (
+            serde_json::json!({"mode": "many-causes", "count": 5, "bytes": 20_000}),
+            "status causes: 100".into(),
+        ),
+        (
+            serde_json::json!({"mode": "big-annotations"}),
+            "audit annotations: 65 entries".into(),
+        ),
+        (
+            serde_json::json!({"mode": "big-annotations", "count": 2, "bytes": 40_000}),
+            "audit annotations: 80010 bytes".into(),
+        ),
+        (
+            serde_json::json!({"mode": "huge-patch"}),
+            "JSON patch: ".into(),
+        ),
+        (
+            serde_json::json!({"mode": "giant"}),
+            "mutated object: ".into(),
+        ),
+    ];
+    for (config, expected) in admission {
+        let p = hostile_with(&rt, "big", config.clone(), limits(10_000, 512)).await;
+        let err = p
+            .mutate(&request(widget(serde_json::json!({}))))
+            .await
+            .unwrap_err();
+        assert_eq!(err.cause(), "output_too_large", "{config}: {err}");
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(&format!("returned too much: {expected}")),
+            "{config}: {msg}"
+        );
+    }
+    // Within the caps: answered.
+    let p = hostile_with(
+        &rt,
+        "fine",
+        serde_json::json!({"mode": "warnings-flood", "count": 100, "bytes": 600}),
+        limits(1_000, 16),
+    )
+    .await;
+    let resp = p
+        .validate(&request(widget(serde_json::json!({}))))
+        .await
+        .expect("call");
+    assert_eq!(resp.warnings.len(), 100);
+
+    let p = hostile_with(
+        &rt,
+        "conv",
+        serde_json::json!({"mode": "huge-conversion"}),
+        limits(10_000, 64),
+    )
+    .await;
+    let err = p
+        .convert(&wasmgate_plugin_runtime::wit::ConversionRequest {
+            uid: "c".into(),
+            desired_api_version: "example.com/v2".into(),
+            objects: vec![widget(serde_json::json!({})).to_string()],
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("returned too much: converted object 0: "),
+        "{err}"
+    );
+    let p = hostile_with(
+        &rt,
+        "cols",
+        serde_json::json!({"mode": "many-columns"}),
+        limits(1_000, 16),
+    )
+    .await;
+    let err = p.columns("example.com/v1", "Widget").await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "returned too much: columns: 65 entries, more than the 64 allowed"
+    );
+    let p = hostile_with(
+        &rt,
+        "cell",
+        serde_json::json!({"mode": "big-cell"}),
+        limits(1_000, 16),
+    )
+    .await;
+    let err = p
+        .rows(
+            "example.com/v1",
+            "Widget",
+            &[widget(serde_json::json!({})).to_string()],
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("returned too much: cell 0 of row 0: 66562 bytes"),
+        "{err}"
+    );
+}
