@@ -12,6 +12,7 @@
 
 mod cache;
 pub mod caps;
+mod failure;
 mod host;
 mod plugin;
 
@@ -82,10 +83,13 @@ pub enum LoadError {
     Limits(String),
 }
 
-/// Why one call of a plugin failed. Each is the plugin's failure, never the gateway's.
+/// Why one call of a plugin failed. Each is the plugin's failure, never the gateway's;
+/// callers handle every one under the binding's `failurePolicy`. Messages are one line.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CallError {
-    /// The plugin trapped (a panic, `unreachable`, an out-of-bounds access, ...).
+    /// The plugin trapped or stopped: `panicked: MESSAGE (at FILE:LINE:COL)`,
+    /// `stack overflow (...)`, `exited with code N`, or the trap (`unreachable`, an
+    /// out-of-bounds access, ...) with the first of its stderr.
     #[error("trapped: {0}")]
     Trap(String),
     /// The call ran past its deadline.

@@ -277,17 +277,11 @@ impl Plugin {
         if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
             return CallError::Timeout(self.limits.timeout);
         }
-        let mut msg = match e.downcast_ref::<Trap>() {
-            Some(t) => t.to_string(),
-            None => format!("{e}"),
-        };
-        let stderr = store.data().stderr.contents();
-        let said = String::from_utf8_lossy(&stderr);
-        let said = said.trim();
-        if !said.is_empty() {
-            msg = format!("{msg}; stderr: {said}");
-        }
-        CallError::Trap(msg)
+        CallError::Trap(crate::failure::describe(
+            &self.name,
+            e,
+            &store.data().stderr.contents(),
+        ))
     }
 
     fn finish(&self, started: Instant, hook: &'static str) {

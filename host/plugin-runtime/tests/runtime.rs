@@ -344,6 +344,36 @@ fn limits(timeout_ms: u64, memory_mib: u64) -> Limits {
     }
 }
 
+/// issue 25 item 5: a failure says what happened in one line: a stack overflow, an exit
+/// code, a panic's message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_name_their_cause_in_one_line() {
+    let rt = runtime();
+    for (mode, expected) in [
+        ("stack-overflow", "trapped: stack overflow"),
+        // WASI 0.2's `exit` carries success or failure only: `exit(3)` is a failure, 1.
+        (
+            "exit",
+            "trapped: exited with code 1 (WASI 0.2 reports every failing exit code as 1)",
+        ),
+        (
+            "trap",
+            "trapped: panicked: hostile plugin panics on purpose (at ",
+        ),
+    ] {
+        let p = hostile(&rt, mode).await;
+        let err = p
+            .validate(&request(widget(serde_json::json!({}))))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, CallError::Trap(_)), "{mode}: {err:?}");
+        let msg = err.to_string();
+        assert!(msg.starts_with(expected), "{mode}: {msg}");
+        assert!(!msg.contains('\n'), "{mode}: {msg}");
+        assert!(msg.len() < 300, "{mode}: {msg}");
+    }
+}
+
 /// issue 25 item 3: an answer over any of the caps is the plugin's failure, refused
 /// before the caller sees it, saying which cap, the size and the limit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
