@@ -2,14 +2,15 @@
 //! hooks, each in a fresh instance bounded in time and memory.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
 use wasmtime::component::{Component, Instance, InstancePre};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::bindings::exports::wasmgate::plugin::{admission, conversion, metadata, printer};
 use crate::host::State;
+use crate::share::{InstanceStats, Share};
 use crate::wit::{
     AdmissionRequest, AdmissionResponse, ColumnDefinition, ConversionRequest, Hook, PluginInfo,
     Status,
@@ -103,7 +104,11 @@ pub struct Plugin {
     config: Arc<str>,
     pre: InstancePre<State>,
     exports: Exports,
-    instances: Arc<tokio::sync::Semaphore>,
+    /// The plugin's instances (shared by its versions), and the runtime's.
+    share: Arc<Share>,
+    global: Arc<tokio::sync::Semaphore>,
+    /// How many of the runtime's instance slots an instance takes ([`weight`]).
+    weight: u32,
     engine: wasmtime::Engine,
 }
 
@@ -138,6 +143,7 @@ impl Runtime {
             .map_err(|e| LoadError::WrongContract(format!("{e:#}")))?;
         let exports =
             Exports::new(&instance_pre).map_err(|e| LoadError::WrongContract(format!("{e:#}")))?;
+        let weight = weight(&component)?;
         let mut plugin = Plugin {
             name: name.into(),
             digest,
@@ -151,7 +157,9 @@ impl Runtime {
             config: config.into(),
             pre: instance_pre,
             exports,
-            instances: self.instances.clone(),
+            share: self.shares.get(name, crate::INSTANCES_PER_PLUGIN),
+            global: self.instances.clone(),
+            weight,
             engine: self.engine.clone(),
         };
         let info = plugin.info().await.map_err(LoadError::SelfTest)?;
@@ -171,6 +179,30 @@ impl Runtime {
             .await
             .map_err(|e| LoadError::NotAComponent(format!("compiler stopped: {e}")))?
     }
+}
+
+/// How many of the runtime's instance slots one instance of `component` takes: the pool
+/// has one linear memory and four tables per slot (a Rust plugin has one memory and two
+/// tables), so a component with more takes more slots, and the pool never runs out of
+/// memories or tables before the global bound says so. At most [`MAX_WEIGHT`].
+fn weight(component: &Component) -> Result<u32, LoadError> {
+    let Some(r) = component.resources_required() else {
+        // Only a component that imports core modules says nothing; ours cannot.
+        return Ok(crate::MAX_WEIGHT);
+    };
+    let weight = (r.num_memories)
+        .max(r.num_tables.div_ceil(crate::TABLES_PER_SLOT))
+        .max(1);
+    if weight > crate::MAX_WEIGHT {
+        return Err(LoadError::Limits(format!(
+            "the component has {} linear memories and {} tables; at most {} and {} are allowed",
+            r.num_memories,
+            r.num_tables,
+            crate::MAX_WEIGHT,
+            crate::MAX_WEIGHT * crate::TABLES_PER_SLOT
+        )));
+    }
+    Ok(weight)
 }
 
 /// Where the contract's exported interfaces are in a component: found once per module, so
@@ -195,16 +227,32 @@ impl Exports {
 }
 
 /// One call of a hook in a fresh instance: `call!(self, "hook", interface.method(args))`
-/// instantiates, calls `method` of the exported `interface`, maps a failure to a
-/// [`CallError`] and traces the duration.
+/// takes one of the plugin's instances, instantiates, calls `method` of the exported
+/// `interface`, maps a failure to a [`CallError`] and traces the duration. The plugin's
+/// timeout bounds all of it: the wait for an instance, instantiation, the guest's code
+/// and its host calls (a WASI sleep or poll). At the deadline a running guest is
+/// interrupted (epoch) and a waiting one dropped (the call's future: wasmtime unwinds
+/// the guest's stack; the store and its instance go with it).
 macro_rules! call {
     ($self:ident, $hook:literal, $iface:ident . $method:ident ( $($arg:expr),* )) => {{
-        let (mut store, inst, _permit, started) = $self.instance().await?;
-        let r = match $self.exports.$iface.load(&mut store, &inst) {
-            Ok(guest) => guest.$method(&mut store $(, $arg)*).await,
-            Err(e) => Err(e),
-        }
-        .map_err(|e| $self.failed(&store, &e));
+        let started = Instant::now();
+        let deadline = started + $self.limits.timeout;
+        let permits = $self
+            .share
+            .acquire(&$self.global, $self.weight, deadline, $self.limits.timeout)
+            .await?;
+        let run = async {
+            let (mut store, inst) = $self.instance(deadline).await?;
+            let r = match $self.exports.$iface.load(&mut store, &inst) {
+                Ok(guest) => guest.$method(&mut store $(, $arg)*).await,
+                Err(e) => Err(e),
+            };
+            r.map_err(|e| $self.failed(&store, &e))
+        };
+        let r = tokio::time::timeout_at(deadline, run)
+            .await
+            .unwrap_or(Err(CallError::Timeout($self.limits.timeout)));
+        drop(permits);
         $self.finish(started, $hook);
         r
     }};
@@ -229,18 +277,15 @@ impl Plugin {
         self.limits
     }
 
-    /// A fresh store and instance for one call, under the plugin's deadline (counted from
-    /// now: instantiation runs guest code too) and memory limit.
-    async fn instance(
-        &self,
-    ) -> Result<(Store<State>, Instance, OwnedSemaphorePermit, Instant), CallError> {
-        let permit = self
-            .instances
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| CallError::Trap("the plugin runtime is shutting down".into()))?;
-        let started = Instant::now();
+    /// Its share of the instances now, and what was measured of it (shared by every
+    /// version of the plugin's name).
+    pub fn instance_stats(&self) -> InstanceStats {
+        self.share.stats()
+    }
+
+    /// A fresh store and instance for one call, under the call's `deadline`
+    /// (instantiation runs guest code too) and the memory limit.
+    async fn instance(&self, deadline: Instant) -> Result<(Store<State>, Instance), CallError> {
         let mut store = Store::new(
             &self.engine,
             State::new(
@@ -250,12 +295,11 @@ impl Plugin {
             ),
         );
         store.limiter(|s| &mut s.limiter);
-        let timeout = self.limits.timeout;
         store.set_epoch_deadline(1);
         // Every tick the plugin hands its worker back to the async runtime, so a slow
         // plugin delays only its own request; past the deadline it is interrupted.
         store.epoch_deadline_callback(move |_| {
-            Ok(if started.elapsed() >= timeout {
+            Ok(if Instant::now() >= deadline {
                 UpdateDeadline::Interrupt
             } else {
                 UpdateDeadline::Yield(1)
@@ -266,7 +310,7 @@ impl Plugin {
             .instantiate_async(&mut store)
             .await
             .map_err(|e| self.failed(&store, &e))?;
-        Ok((store, instance, permit, started))
+        Ok((store, instance))
     }
 
     /// What a failed call was.
