@@ -20,18 +20,21 @@
 //!   ([`CallError::NoInstance`]); [`Plugin::instance_stats`] tells how long calls waited;
 //! - its answers are held to the [`caps`] before a caller sees them
 //!   ([`CallError::TooLarge`]);
+//! - its stdout and stderr go to the gateway's log, cut, counted and rate-limited,
+//!   never trapping (`output`);
 //! - a failure is described in one line that names the cause (`failure`).
 //!
 //! ## Layout
 //! - `plugin`: loading a version and calling its hooks; `share`: instances per plugin;
 //! - `host`: what an instance imports (WASI, empty, and the `host` interface);
-//! - `failure`: error messages;
+//! - `output`: stdout, stderr and `host.log` to the log; `failure`: error messages;
 //! - [`caps`]: what an answer may hold; `cache`: compiled components.
 
 mod cache;
 pub mod caps;
 mod failure;
 mod host;
+mod output;
 mod plugin;
 mod share;
 

@@ -226,7 +226,7 @@ impl Exports {
     }
 }
 
-/// One call of a hook in a fresh instance: `call!(self, "hook", interface.method(args))`
+/// One call of a hook in a fresh instance: `call!(self, "hook", uid, interface.method(args))`
 /// takes one of the plugin's instances, instantiates, calls `method` of the exported
 /// `interface`, maps a failure to a [`CallError`] and traces the duration. The plugin's
 /// timeout bounds all of it: the wait for an instance, instantiation, the guest's code
@@ -234,15 +234,16 @@ impl Exports {
 /// interrupted (epoch) and a waiting one dropped (the call's future: wasmtime unwinds
 /// the guest's stack; the store and its instance go with it).
 macro_rules! call {
-    ($self:ident, $hook:literal, $iface:ident . $method:ident ( $($arg:expr),* )) => {{
+    ($self:ident, $hook:literal, $uid:expr, $iface:ident . $method:ident ( $($arg:expr),* )) => {{
         let started = Instant::now();
         let deadline = started + $self.limits.timeout;
         let permits = $self
             .share
             .acquire(&$self.global, $self.weight, deadline, $self.limits.timeout)
             .await?;
+        let uid: Arc<str> = Arc::from($uid);
         let run = async {
-            let (mut store, inst) = $self.instance(deadline).await?;
+            let (mut store, inst) = $self.instance(uid, deadline).await?;
             let r = match $self.exports.$iface.load(&mut store, &inst) {
                 Ok(guest) => guest.$method(&mut store $(, $arg)*).await,
                 Err(e) => Err(e),
@@ -283,13 +284,18 @@ impl Plugin {
         self.share.stats()
     }
 
-    /// A fresh store and instance for one call, under the call's `deadline`
-    /// (instantiation runs guest code too) and the memory limit.
-    async fn instance(&self, deadline: Instant) -> Result<(Store<State>, Instance), CallError> {
+    /// A fresh store and instance for one call of request `uid`, under the call's
+    /// `deadline` (instantiation runs guest code too) and the memory limit.
+    async fn instance(
+        &self,
+        uid: Arc<str>,
+        deadline: Instant,
+    ) -> Result<(Store<State>, Instance), CallError> {
         let mut store = Store::new(
             &self.engine,
             State::new(
-                self.name.clone(),
+                self.share.clone(),
+                uid,
                 self.config.clone(),
                 self.limits.memory_bytes,
             ),
@@ -324,7 +330,7 @@ impl Plugin {
         CallError::Trap(crate::failure::describe(
             &self.name,
             e,
-            &store.data().stderr.contents(),
+            &store.data().stderr(),
         ))
     }
 
@@ -334,19 +340,19 @@ impl Plugin {
 
     /// `metadata.info`.
     pub async fn info(&self) -> Result<PluginInfo, CallError> {
-        call!(self, "info", metadata.call_info())
+        call!(self, "info", "info", metadata.call_info())
     }
 
     /// `admission.mutate`.
     pub async fn mutate(&self, req: &AdmissionRequest) -> Result<AdmissionResponse, CallError> {
-        let resp = call!(self, "mutate", admission.call_mutate(req))?;
+        let resp = call!(self, "mutate", &*req.uid, admission.call_mutate(req))?;
         caps::admission(&resp)?;
         Ok(resp)
     }
 
     /// `admission.validate`.
     pub async fn validate(&self, req: &AdmissionRequest) -> Result<AdmissionResponse, CallError> {
-        let resp = call!(self, "validate", admission.call_validate(req))?;
+        let resp = call!(self, "validate", &*req.uid, admission.call_validate(req))?;
         caps::admission(&resp)?;
         Ok(resp)
     }
@@ -356,7 +362,7 @@ impl Plugin {
         &self,
         req: &ConversionRequest,
     ) -> Result<Result<Vec<String>, Status>, CallError> {
-        let r = call!(self, "convert", conversion.call_convert(req))?;
+        let r = call!(self, "convert", &*req.uid, conversion.call_convert(req))?;
         caps::converted(&r)?;
         if let Ok(objs) = &r
             && objs.len() != req.objects.len()
@@ -376,7 +382,12 @@ impl Plugin {
         api_version: &str,
         kind: &str,
     ) -> Result<Vec<ColumnDefinition>, CallError> {
-        let columns = call!(self, "columns", printer.call_columns(api_version, kind))?;
+        let columns = call!(
+            self,
+            "columns",
+            "columns",
+            printer.call_columns(api_version, kind)
+        )?;
         caps::columns(&columns)?;
         Ok(columns)
     }
@@ -388,7 +399,12 @@ impl Plugin {
         kind: &str,
         objects: &[String],
     ) -> Result<Result<Vec<Vec<String>>, Status>, CallError> {
-        let r = call!(self, "rows", printer.call_rows(api_version, kind, objects))?;
+        let r = call!(
+            self,
+            "rows",
+            "rows",
+            printer.call_rows(api_version, kind, objects)
+        )?;
         caps::rows(&r)?;
         if let Ok(rows) = &r
             && rows.len() != objects.len()

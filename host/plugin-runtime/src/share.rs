@@ -6,7 +6,8 @@
 //! plugin's timeout, in FIFO order (tokio's semaphore is fair).
 //!
 //! Shares are per plugin *name*: the versions of a plugin during a hot reload share one.
-//! A share also carries what is measured of it ([`InstanceStats`]).
+//! A share also carries what is measured of it ([`InstanceStats`]) and the plugin's log
+//! budget (`output`).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -16,6 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::CallError;
+use crate::output::LogBudget;
 
 /// Upper bounds (seconds) of the buckets of [`WaitHistogram`]; the last bucket is
 /// unbounded.
@@ -28,6 +30,8 @@ pub(crate) struct Share {
     instances: Arc<Semaphore>,
     waiting: AtomicUsize,
     waits: Waits,
+    pub(crate) log: Mutex<LogBudget>,
+    pub(crate) lines_dropped: AtomicU64,
 }
 
 /// The instances a call holds: its plugin's and the runtime's. Dropped after the call's
@@ -116,7 +120,12 @@ impl Share {
             in_use: self.size - self.instances.available_permits(),
             waiting: self.waiting.load(Ordering::Relaxed),
             wait: self.waits.snapshot(),
+            log_lines_dropped: self.lines_dropped.load(Ordering::Relaxed),
         }
+    }
+
+    pub(crate) fn name(&self) -> &Arc<str> {
+        &self.name
     }
 }
 
@@ -143,6 +152,8 @@ impl Shares {
             instances: Arc::new(Semaphore::new(size)),
             waiting: AtomicUsize::new(0),
             waits: Waits::default(),
+            log: Mutex::new(LogBudget::new()),
+            lines_dropped: AtomicU64::new(0),
         });
         all.push(Arc::downgrade(&share));
         share
@@ -173,6 +184,8 @@ pub struct InstanceStats {
     pub waiting: usize,
     /// How long its calls waited for an instance (every call counted, most with no wait).
     pub wait: WaitHistogram,
+    /// Lines of its stdout and stderr not logged (over a call's or the per-second budget).
+    pub log_lines_dropped: u64,
 }
 
 /// A cumulative histogram of waits, in Prometheus' shape.

@@ -562,6 +562,119 @@ async fn versions_of_a_plugin_share_its_instances() {
     );
 }
 
+/// issue 25 item 4: what a plugin prints goes to the log (cut, counted, rate-limited),
+/// never trapping it: a `println!`, an `eprintln!` of 10 KiB, 10,000 `eprintln!` lines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdout_and_stderr_go_to_the_log_without_trapping() {
+    let logs = capture_logs();
+    let rt = runtime();
+    for mode in ["stdout", "stderr-big", "stderr-flood"] {
+        let p = hostile_with(
+            &rt,
+            &format!("printer-{mode}"),
+            serde_json::json!({"mode": mode}),
+            limits(5_000, 16),
+        )
+        .await;
+        let mut req = request(widget(serde_json::json!({})));
+        req.uid = format!("uid-{mode}");
+        let resp = p.validate(&req).await.expect(mode);
+        assert!(resp.allowed, "{mode}");
+        let dropped = p.instance_stats().log_lines_dropped;
+        assert_eq!(
+            dropped,
+            if mode == "stderr-flood" {
+                10_000 - 20
+            } else {
+                0
+            },
+            "{mode}"
+        );
+    }
+    let logs = logs.text();
+    let lines = |needle: &str| logs.lines().filter(|l| l.contains(needle)).count();
+    assert_eq!(lines("hostile plugin says hello on stdout"), 3, "{logs}");
+    let hello = logs
+        .lines()
+        .find(|l| l.contains("says hello"))
+        .expect("stdout logged");
+    assert!(
+        hello.contains(" INFO ") && hello.contains("plugin=\"printer-stdout\""),
+        "{hello}"
+    );
+    assert!(hello.contains("uid=\"uid-stdout\""), "{hello}");
+    let big = logs
+        .lines()
+        .find(|l| l.contains("eeee"))
+        .expect("stderr logged");
+    assert!(big.contains(" WARN ") && big.contains("[cut]"), "{big}");
+    assert!(big.len() < 4096 + 200, "{}", big.len());
+    assert_eq!(lines("floods stderr"), 20, "a call logs at most 20 lines");
+    // Each line names the plugin and the request.
+    let flood = logs
+        .lines()
+        .find(|l| l.contains("floods stderr"))
+        .expect("logged");
+    assert!(
+        flood.contains("plugin=\"printer-stderr-flood\"")
+            && flood.contains("uid=\"uid-stderr-flood\""),
+        "{flood}"
+    );
+    assert_eq!(lines("9980 lines dropped"), 1, "{logs}");
+}
+
+/// What this test binary logs at info and above (a global subscriber: a call's log
+/// lines are written on whichever thread runs it).
+fn capture_logs() -> Logs {
+    static LOGS: std::sync::OnceLock<Logs> = std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Logs::default();
+        let sub = tracing_subscriber::fmt()
+            .with_writer(logs.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .finish();
+        tracing::subscriber::set_global_default(sub).expect("the only subscriber");
+        logs
+    })
+    .clone()
+}
+
+#[derive(Clone, Default)]
+struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Logs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(
+            &self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+        .into_owned()
+    }
+}
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
+    type Writer = Logs;
+    fn make_writer(&'a self) -> Logs {
+        self.clone()
+    }
+}
+
 /// issue 25 item 5: a failure says what happened in one line: a stack overflow, an exit
 /// code, a panic's message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
