@@ -8,7 +8,8 @@
 //!   for the Wasm plugins, `_webhook_*`). Help texts carry kube's stability class
 //!   (`[STABLE]`, `[ALPHA]`).
 //! * Wasmgate's own (`wasmgate_*`): per-plugin calls, denials, errors by cause and call
-//!   latency; per-webhook calls by outcome and latency.
+//!   latency, instances in use and the waits for them ([`plugin_instances`]);
+//!   per-webhook calls by outcome and latency.
 //!
 //! ## Layout
 //! * [`requests`]: `apiserver_request_total`, `apiserver_request_duration_seconds`,
@@ -16,9 +17,12 @@
 //! * [`watches`]: `apiserver_registered_watchers`, `apiserver_watch_events_total`,
 //!   `apiserver_watch_events_sizes`.
 //! * [`storage`]: `etcd_request_duration_seconds` and friends, `apiserver_storage_objects`.
+//! * [`plugin_instances`]: each plugin's share of instances, its waits, its dropped log
+//!   lines.
 //! * `buckets`: the lock-free histogram the per-request metrics use.
 
 mod buckets;
+pub(crate) mod plugin_instances;
 pub(crate) mod requests;
 mod storage;
 pub(crate) mod watches;
@@ -111,6 +115,8 @@ pub(crate) struct Metrics {
     pub(crate) watches: Arc<watches::Watches>,
     /// The store's metrics, read at each scrape.
     storage: Arc<storage::StorageCollector>,
+    /// The plugins' instances, read at each scrape.
+    plugin_instances: Arc<plugin_instances::PluginInstancesCollector>,
     admission_step: Family<StepLabels, Histogram>,
     admission_controller: Family<NamedStepLabels, Histogram>,
     admission_webhook: Family<NamedStepLabels, Histogram>,
@@ -172,7 +178,7 @@ impl Metrics {
         registry.register("plugin_calls", "Calls of Wasm plugin hooks", calls.clone());
         registry.register(
             "plugin_errors",
-            "Failed calls of Wasm plugin hooks, by cause (trap, timeout, out_of_memory, malformed)",
+            "Failed calls of Wasm plugin hooks, by cause (trap, timeout, out_of_memory, malformed, output_too_large)",
             errors.clone(),
         );
         registry.register(
@@ -190,6 +196,8 @@ impl Metrics {
             "Duration of Wasm plugin calls, instantiation included",
             latency.clone(),
         );
+        let plugin_instances = Arc::new(plugin_instances::PluginInstancesCollector::default());
+        registry.register_collector(Box::new(plugin_instances.clone()));
         let webhook_calls = Family::<WebhookOutcomeLabels, Counter>::default();
         let webhook_latency = Family::<WebhookLabels, Histogram>::new_with_constructor(
             latency_histogram as fn() -> _,
@@ -209,6 +217,7 @@ impl Metrics {
             requests,
             watches,
             storage,
+            plugin_instances,
             admission_step,
             admission_controller,
             admission_webhook,
@@ -340,6 +349,7 @@ impl Metrics {
     /// The exposition text (the store's counters read first).
     pub(crate) async fn render(&self, inner: &crate::Inner) -> String {
         self.storage.refresh(inner).await;
+        self.plugin_instances.refresh(inner);
         let mut out = String::new();
         if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
             tracing::warn!("encoding metrics: {e}");

@@ -8,6 +8,11 @@
 //! creates), one call at a time, each in a new instance as the gateway does;
 //! then a plugin that returns at once (what an instance costs by itself); then the same
 //! `Widgets::validate` natively, with the JSON parse the guest does too.
+//!
+//! Containment (issue 25 item 2): what the runtime's pool costs at start (time, address
+//! space, memory), and the widgets plugin's `validate` latency quiet, then while 200 calls
+//! of another plugin sleep in a WASI sleep (holding its whole share of instances, the
+//! rest queued): the neighbour's p99 should stay within 2x of its quiet figure.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -24,6 +29,21 @@ use wasmgate_sdk::Admission as _;
 const WARMUP: usize = 2_000;
 const CALLS: usize = 20_000;
 const CONCURRENCY: usize = 64;
+/// Calls of the sleeping plugin in flight while the neighbour is measured.
+const SLEEPERS: usize = 200;
+
+/// `VmSize` and `VmRSS` of this process, in KiB (Linux; 0 elsewhere).
+fn vm_kib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmSize:"), field("VmRSS:"))
+}
 
 fn object() -> serde_json::Value {
     json!({
@@ -104,7 +124,17 @@ fn main() {
     let obj = object();
     let req = request(&obj);
     rt.block_on(async {
+        let (vm0, rss0) = vm_kib();
+        let started = Instant::now();
         let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
+        let (vm1, rss1) = vm_kib();
+        println!(
+            "Runtime::new (pool of {} instances): {:?}, +{:.1} GiB address space, +{:.1} MiB resident",
+            wasmgate_plugin_runtime::MAX_INSTANCES,
+            started.elapsed(),
+            (vm1.saturating_sub(vm0)) as f64 / (1 << 20) as f64,
+            (rss1.saturating_sub(rss0)) as f64 / 1024.0,
+        );
         let started = Instant::now();
         let plugin = runtime
             .load("widgets", &bytes, Limits::default(), "{}")
@@ -183,6 +213,58 @@ fn main() {
             CALLS as f64 / took.as_secs_f64(),
             cpu * 1e6 / CALLS as f64,
         );
+
+        // A neighbour of a sleeping plugin: the widgets plugin's calls, one at a time, quiet
+        // and then with 200 calls of a plugin blocked in a 10 s WASI sleep in flight.
+        let neighbour = |label: &'static str| {
+            let (plugin, req) = (plugin.clone(), req.clone());
+            async move {
+                let mut h = histogram();
+                for _ in 0..CALLS / 4 {
+                    let t = Instant::now();
+                    black_box(plugin.validate(&req).await.expect("call"));
+                    h.record(t.elapsed().as_nanos() as u64).ok();
+                }
+                report(label, &h);
+                h.value_at_quantile(0.99)
+            }
+        };
+        let quiet = neighbour("neighbour validate, quiet").await;
+        let sleeper = runtime
+            .load(
+                "sleeper",
+                &noop_bytes,
+                Limits {
+                    timeout: std::time::Duration::from_secs(30),
+                    ..Limits::default()
+                },
+                r#"{"mode": "sleep"}"#,
+            )
+            .await
+            .expect("load");
+        let sleeper = std::sync::Arc::new(sleeper);
+        let sleeping: Vec<_> = (0..SLEEPERS)
+            .map(|_| {
+                let (sleeper, req) = (sleeper.clone(), req.clone());
+                tokio::spawn(async move { sleeper.validate(&req).await })
+            })
+            .collect();
+        while sleeper.instance_stats().in_use < wasmgate_plugin_runtime::INSTANCES_PER_PLUGIN {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let busy = neighbour("neighbour validate, 200 sleeping calls").await;
+        let stats = sleeper.instance_stats();
+        println!(
+            "{:<40} p99 {:.2}x quiet; the sleeper holds {} of its {} instances, {} calls wait",
+            "",
+            busy as f64 / quiet.max(1) as f64,
+            stats.in_use,
+            stats.instances,
+            stats.waiting,
+        );
+        for s in sleeping {
+            s.abort();
+        }
     });
 
     // The same logic natively, from the same JSON text: the request keeps the object as

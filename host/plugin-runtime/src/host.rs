@@ -4,38 +4,43 @@
 //! random stream. Rust's standard library imports WASI whether or not a plugin uses it,
 //! so it is linked, but empty.
 
-use std::sync::Arc;
+//!
+//! Its stdout and stderr go to the gateway's log (`output`), as its `host.log` lines do.
+
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{ResourceLimiter, Result};
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::wasmgate::plugin::host::{self, Level};
-
-/// Longest log line a plugin may write; longer ones are cut.
-const MAX_LOG_LINE: usize = 4096;
+use crate::output::{CallLog, LogStream, MAX_LINE_BYTES, Source};
+use crate::share::Share;
 
 /// The data of one call's `Store`.
 pub(crate) struct State {
     wasi: WasiCtx,
     table: ResourceTable,
     pub(crate) limiter: Limiter,
-    plugin: Arc<str>,
     config: Arc<str>,
-    /// What the plugin wrote to stderr (a panic's message), the first few KiB.
-    pub(crate) stderr: MemoryOutputPipe,
+    /// The call's output: its log lines, the first KiB of its stderr (a panic's message).
+    pub(crate) log: Arc<Mutex<CallLog>>,
 }
 
-/// How much of a plugin's stderr is kept for the error of a failed call.
-const STDERR_BYTES: usize = 4096;
-
 impl State {
-    pub(crate) fn new(plugin: Arc<str>, config: Arc<str>, memory_limit: u64) -> State {
-        let stderr = MemoryOutputPipe::new(STDERR_BYTES);
+    /// The store data of one call of a plugin of `share`, for the request `uid` (the
+    /// hook's name when there is no request).
+    pub(crate) fn new(
+        share: Arc<Share>,
+        uid: Arc<str>,
+        config: Arc<str>,
+        memory_limit: u64,
+    ) -> State {
+        let log = CallLog::new(share, uid);
         let wasi = WasiCtx::builder()
-            .stderr(stderr.clone())
+            .stdout(LogStream::new(&log, Source::Stdout))
+            .stderr(LogStream::new(&log, Source::Stderr))
             .wall_clock(Stopped)
             .monotonic_clock(Stopped)
             .secure_random(wasmtime_wasi::Deterministic::new(FIXED_RANDOM.to_vec()))
@@ -52,10 +57,15 @@ impl State {
                 limit: memory_limit,
                 exceeded: false,
             },
-            plugin,
             config,
-            stderr,
+            log,
         }
+    }
+
+    /// The first bytes the call wrote to stderr.
+    pub(crate) fn stderr(&self) -> Vec<u8> {
+        let log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        log.stderr().to_vec()
     }
 }
 
@@ -94,24 +104,16 @@ impl WasiView for State {
 }
 
 impl host::Host for State {
+    /// One line, within the call's and the plugin's log budget (`output`), cut at
+    /// 4 KiB.
     fn log(&mut self, level: Level, message: String) {
-        let mut message = message;
-        if message.len() > MAX_LOG_LINE {
-            let mut cut = MAX_LOG_LINE;
-            while !message.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            message.truncate(cut);
-            message.push_str(" [cut]");
+        let bytes = message.as_bytes();
+        let mut cut = bytes.len().min(MAX_LINE_BYTES);
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
         }
-        let plugin = &*self.plugin;
-        match level {
-            Level::Trace => tracing::trace!(plugin, "{message}"),
-            Level::Debug => tracing::debug!(plugin, "{message}"),
-            Level::Info => tracing::info!(plugin, "{message}"),
-            Level::Warn => tracing::warn!(plugin, "{message}"),
-            Level::Error => tracing::error!(plugin, "{message}"),
-        }
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        log.line(Source::Log(level), &bytes[..cut], cut < bytes.len());
     }
 
     fn config(&mut self) -> String {

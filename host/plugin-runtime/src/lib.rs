@@ -8,10 +8,35 @@
 //! instance, a wall-clock deadline and a memory limit, and a sandbox with no files,
 //! network, environment, real clock or real randomness. Whatever a plugin does, a call
 //! ends in a result or a typed [`CallError`].
+//!
+//! ## Containment
+//!
+//! One plugin can slow or break only its own calls:
+//! - its timeout bounds the whole call: the wait for an instance, instantiation, its
+//!   code and its host calls (a WASI sleep ends with the call);
+//! - its calls hold at most [`INSTANCES_PER_PLUGIN`] instances at once (a share per
+//!   plugin name, versions included), under the runtime's bound of [`MAX_INSTANCES`];
+//!   a call that gets none before its deadline is the plugin's timeout
+//!   ([`CallError::NoInstance`]); [`Plugin::instance_stats`] tells how long calls waited;
+//! - its answers are held to the [`caps`] before a caller sees them
+//!   ([`CallError::TooLarge`]);
+//! - its stdout and stderr go to the gateway's log, cut, counted and rate-limited,
+//!   never trapping (`output`);
+//! - a failure is described in one line that names the cause (`failure`).
+//!
+//! ## Layout
+//! - `plugin`: loading a version and calling its hooks; `share`: instances per plugin;
+//! - `host`: what an instance imports (WASI, empty, and the `host` interface);
+//! - `output`: stdout, stderr and `host.log` to the log; `failure`: error messages;
+//! - [`caps`]: what an answer may hold; `cache`: compiled components.
 
 mod cache;
+pub mod caps;
+mod failure;
 mod host;
+mod output;
 mod plugin;
+mod share;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,6 +48,7 @@ use wasmtime::component::Linker;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 pub use plugin::{Hooks, Limits, Plugin};
+pub use share::{INSTANCE_WAIT_BOUNDS, InstanceStats, WaitHistogram};
 
 /// The WIT types as plain Rust values (generated from `wit/plugin.wit`).
 pub mod wit {
@@ -45,8 +71,22 @@ mod bindings {
 /// plugin keeps an async worker before it yields.
 const TICK: Duration = Duration::from_millis(5);
 
-/// Most plugin instances alive at once; further calls wait for one to end.
-const MAX_INSTANCES: u32 = 128;
+/// Most plugin instances alive at once, of all plugins (the pool's size, in slots of one
+/// linear memory and [`TABLES_PER_SLOT`] tables: a Rust plugin's instance takes one);
+/// further calls wait for one to end, until their deadline. A slot costs address space
+/// only until used: the pool reserves 4 GiB and a guard per memory (4.1 TiB for 1024,
+/// wasmtime's default pool size), ~4 MiB of RAM, ~10 ms at start.
+pub const MAX_INSTANCES: u32 = 1024;
+
+/// Tables per slot of the pool.
+pub const TABLES_PER_SLOT: u32 = 4;
+
+/// Most slots one instance may take (its memories, its tables in fours).
+pub const MAX_WEIGHT: u32 = 8;
+
+/// Most instances one plugin's calls hold at once (its share, shared by its versions);
+/// further calls wait for one of them, until their deadline. 32 shares fill the pool.
+pub const INSTANCES_PER_PLUGIN: usize = 32;
 
 /// Bytes of each linear memory kept mapped between calls (reset in place).
 const KEEP_RESIDENT: usize = 4 << 20;
@@ -80,15 +120,30 @@ pub enum LoadError {
     Limits(String),
 }
 
-/// Why one call of a plugin failed. Each is the plugin's failure, never the gateway's.
+/// Why one call of a plugin failed. Each is the plugin's failure, never the gateway's;
+/// callers handle every one under the binding's `failurePolicy`. Messages are one line.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CallError {
-    /// The plugin trapped (a panic, `unreachable`, an out-of-bounds access, ...).
+    /// The plugin trapped or stopped: `panicked: MESSAGE (at FILE:LINE:COL)`,
+    /// `stack overflow (...)`, `exited with code N`, or the trap (`unreachable`, an
+    /// out-of-bounds access, ...) with the first of its stderr.
     #[error("trapped: {0}")]
     Trap(String),
-    /// The call ran past its deadline.
+    /// The call ran past its deadline (its code, or a host call it waited in).
     #[error("timed out after {0:?}")]
     Timeout(Duration),
+    /// No instance came free before the call's deadline: the plugin's other calls held
+    /// all of its share (`shared: false`), or every plugin's calls held all of the
+    /// runtime's (`shared: true`). The plugin's timeout: cause `timeout`.
+    #[error("timed out after {timeout:?} waiting for one of {} {instances} instances", whose(*.shared))]
+    NoInstance {
+        timeout: Duration,
+        instances: usize,
+        shared: bool,
+    },
+    /// The plugin's answer is over one of the [`caps`] (which, its size and the limit).
+    #[error("returned too much: {0}")]
+    TooLarge(String),
     /// The plugin asked for more memory than its limit.
     #[error("ran out of memory (limit {0} bytes)")]
     OutOfMemory(u64),
@@ -102,11 +157,21 @@ impl CallError {
     pub fn cause(&self) -> &'static str {
         match self {
             CallError::Trap(_) => "trap",
-            CallError::Timeout(_) => "timeout",
+            CallError::Timeout(_) | CallError::NoInstance { .. } => "timeout",
             CallError::OutOfMemory(_) => "out_of_memory",
             CallError::Malformed(_) => "malformed",
+            CallError::TooLarge(_) => "output_too_large",
         }
     }
+
+    /// Whether the call ran out of time (running, or waiting for an instance).
+    pub fn is_timeout(&self) -> bool {
+        self.cause() == "timeout"
+    }
+}
+
+fn whose(shared: bool) -> &'static str {
+    if shared { "the runtime's" } else { "its" }
 }
 
 /// The engine, its epoch clock and the compiled-module cache.
@@ -114,7 +179,10 @@ pub struct Runtime {
     pub(crate) engine: Engine,
     pub(crate) linker: Linker<host::State>,
     pub(crate) cache: Arc<cache::Cache>,
+    /// The global bound on instances (the pool's size).
     pub(crate) instances: Arc<Semaphore>,
+    /// Each plugin's share of them.
+    pub(crate) shares: share::Shares,
     ticker_stop: Arc<AtomicBool>,
 }
 
@@ -124,8 +192,8 @@ impl Runtime {
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(MAX_INSTANCES)
             .total_core_instances(MAX_INSTANCES * 8)
-            .total_memories(MAX_INSTANCES * 2)
-            .total_tables(MAX_INSTANCES * 8)
+            .total_memories(MAX_INSTANCES)
+            .total_tables(MAX_INSTANCES * TABLES_PER_SLOT)
             .total_stacks(MAX_INSTANCES)
             .max_memory_size(MAX_MEMORY_BYTES as usize)
             // A fresh instance per call must not cost a page-table change per call: the
@@ -171,8 +239,14 @@ impl Runtime {
             linker,
             cache,
             instances: Arc::new(Semaphore::new(MAX_INSTANCES as usize)),
+            shares: share::Shares::default(),
             ticker_stop,
         })
+    }
+
+    /// The instances of every plugin loaded (by name), and what was measured of them.
+    pub fn instance_stats(&self) -> Vec<InstanceStats> {
+        self.shares.stats()
     }
 }
 

@@ -2,19 +2,20 @@
 //! hooks, each in a fresh instance bounded in time and memory.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
 use wasmtime::component::{Component, Instance, InstancePre};
 use wasmtime::{Store, Trap, UpdateDeadline};
 
 use crate::bindings::exports::wasmgate::plugin::{admission, conversion, metadata, printer};
 use crate::host::State;
+use crate::share::{InstanceStats, Share};
 use crate::wit::{
     AdmissionRequest, AdmissionResponse, ColumnDefinition, ConversionRequest, Hook, PluginInfo,
     Status,
 };
-use crate::{CallError, LoadError, MAX_MEMORY_BYTES, Runtime};
+use crate::{CallError, LoadError, MAX_MEMORY_BYTES, Runtime, caps};
 
 /// Time and memory bounds of every call of one plugin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +104,11 @@ pub struct Plugin {
     config: Arc<str>,
     pre: InstancePre<State>,
     exports: Exports,
-    instances: Arc<tokio::sync::Semaphore>,
+    /// The plugin's instances (shared by its versions), and the runtime's.
+    share: Arc<Share>,
+    global: Arc<tokio::sync::Semaphore>,
+    /// How many of the runtime's instance slots an instance takes ([`weight`]).
+    weight: u32,
     engine: wasmtime::Engine,
 }
 
@@ -138,6 +143,7 @@ impl Runtime {
             .map_err(|e| LoadError::WrongContract(format!("{e:#}")))?;
         let exports =
             Exports::new(&instance_pre).map_err(|e| LoadError::WrongContract(format!("{e:#}")))?;
+        let weight = weight(&component)?;
         let mut plugin = Plugin {
             name: name.into(),
             digest,
@@ -151,7 +157,9 @@ impl Runtime {
             config: config.into(),
             pre: instance_pre,
             exports,
-            instances: self.instances.clone(),
+            share: self.shares.get(name, crate::INSTANCES_PER_PLUGIN),
+            global: self.instances.clone(),
+            weight,
             engine: self.engine.clone(),
         };
         let info = plugin.info().await.map_err(LoadError::SelfTest)?;
@@ -171,6 +179,30 @@ impl Runtime {
             .await
             .map_err(|e| LoadError::NotAComponent(format!("compiler stopped: {e}")))?
     }
+}
+
+/// How many of the runtime's instance slots one instance of `component` takes: the pool
+/// has one linear memory and four tables per slot (a Rust plugin has one memory and two
+/// tables), so a component with more takes more slots, and the pool never runs out of
+/// memories or tables before the global bound says so. At most [`MAX_WEIGHT`].
+fn weight(component: &Component) -> Result<u32, LoadError> {
+    let Some(r) = component.resources_required() else {
+        // Only a component that imports core modules says nothing; ours cannot.
+        return Ok(crate::MAX_WEIGHT);
+    };
+    let weight = (r.num_memories)
+        .max(r.num_tables.div_ceil(crate::TABLES_PER_SLOT))
+        .max(1);
+    if weight > crate::MAX_WEIGHT {
+        return Err(LoadError::Limits(format!(
+            "the component has {} linear memories and {} tables; at most {} and {} are allowed",
+            r.num_memories,
+            r.num_tables,
+            crate::MAX_WEIGHT,
+            crate::MAX_WEIGHT * crate::TABLES_PER_SLOT
+        )));
+    }
+    Ok(weight)
 }
 
 /// Where the contract's exported interfaces are in a component: found once per module, so
@@ -194,17 +226,34 @@ impl Exports {
     }
 }
 
-/// One call of a hook in a fresh instance: `call!(self, "hook", interface.method(args))`
-/// instantiates, calls `method` of the exported `interface`, maps a failure to a
-/// [`CallError`] and traces the duration.
+/// One call of a hook in a fresh instance: `call!(self, "hook", uid, interface.method(args))`
+/// takes one of the plugin's instances, instantiates, calls `method` of the exported
+/// `interface`, maps a failure to a [`CallError`] and traces the duration. The plugin's
+/// timeout bounds all of it: the wait for an instance, instantiation, the guest's code
+/// and its host calls (a WASI sleep or poll). At the deadline a running guest is
+/// interrupted (epoch) and a waiting one dropped (the call's future: wasmtime unwinds
+/// the guest's stack; the store and its instance go with it).
 macro_rules! call {
-    ($self:ident, $hook:literal, $iface:ident . $method:ident ( $($arg:expr),* )) => {{
-        let (mut store, inst, _permit, started) = $self.instance().await?;
-        let r = match $self.exports.$iface.load(&mut store, &inst) {
-            Ok(guest) => guest.$method(&mut store $(, $arg)*).await,
-            Err(e) => Err(e),
-        }
-        .map_err(|e| $self.failed(&store, &e));
+    ($self:ident, $hook:literal, $uid:expr, $iface:ident . $method:ident ( $($arg:expr),* )) => {{
+        let started = Instant::now();
+        let deadline = started + $self.limits.timeout;
+        let permits = $self
+            .share
+            .acquire(&$self.global, $self.weight, deadline, $self.limits.timeout)
+            .await?;
+        let uid: Arc<str> = Arc::from($uid);
+        let run = async {
+            let (mut store, inst) = $self.instance(uid, deadline).await?;
+            let r = match $self.exports.$iface.load(&mut store, &inst) {
+                Ok(guest) => guest.$method(&mut store $(, $arg)*).await,
+                Err(e) => Err(e),
+            };
+            r.map_err(|e| $self.failed(&store, &e))
+        };
+        let r = tokio::time::timeout_at(deadline, run)
+            .await
+            .unwrap_or(Err(CallError::Timeout($self.limits.timeout)));
+        drop(permits);
         $self.finish(started, $hook);
         r
     }};
@@ -229,33 +278,34 @@ impl Plugin {
         self.limits
     }
 
-    /// A fresh store and instance for one call, under the plugin's deadline (counted from
-    /// now: instantiation runs guest code too) and memory limit.
+    /// Its share of the instances now, and what was measured of it (shared by every
+    /// version of the plugin's name).
+    pub fn instance_stats(&self) -> InstanceStats {
+        self.share.stats()
+    }
+
+    /// A fresh store and instance for one call of request `uid`, under the call's
+    /// `deadline` (instantiation runs guest code too) and the memory limit.
     async fn instance(
         &self,
-    ) -> Result<(Store<State>, Instance, OwnedSemaphorePermit, Instant), CallError> {
-        let permit = self
-            .instances
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| CallError::Trap("the plugin runtime is shutting down".into()))?;
-        let started = Instant::now();
+        uid: Arc<str>,
+        deadline: Instant,
+    ) -> Result<(Store<State>, Instance), CallError> {
         let mut store = Store::new(
             &self.engine,
             State::new(
-                self.name.clone(),
+                self.share.clone(),
+                uid,
                 self.config.clone(),
                 self.limits.memory_bytes,
             ),
         );
         store.limiter(|s| &mut s.limiter);
-        let timeout = self.limits.timeout;
         store.set_epoch_deadline(1);
         // Every tick the plugin hands its worker back to the async runtime, so a slow
         // plugin delays only its own request; past the deadline it is interrupted.
         store.epoch_deadline_callback(move |_| {
-            Ok(if started.elapsed() >= timeout {
+            Ok(if Instant::now() >= deadline {
                 UpdateDeadline::Interrupt
             } else {
                 UpdateDeadline::Yield(1)
@@ -266,7 +316,7 @@ impl Plugin {
             .instantiate_async(&mut store)
             .await
             .map_err(|e| self.failed(&store, &e))?;
-        Ok((store, instance, permit, started))
+        Ok((store, instance))
     }
 
     /// What a failed call was.
@@ -277,17 +327,11 @@ impl Plugin {
         if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
             return CallError::Timeout(self.limits.timeout);
         }
-        let mut msg = match e.downcast_ref::<Trap>() {
-            Some(t) => t.to_string(),
-            None => format!("{e}"),
-        };
-        let stderr = store.data().stderr.contents();
-        let said = String::from_utf8_lossy(&stderr);
-        let said = said.trim();
-        if !said.is_empty() {
-            msg = format!("{msg}; stderr: {said}");
-        }
-        CallError::Trap(msg)
+        CallError::Trap(crate::failure::describe(
+            &self.name,
+            e,
+            &store.data().stderr(),
+        ))
     }
 
     fn finish(&self, started: Instant, hook: &'static str) {
@@ -296,17 +340,21 @@ impl Plugin {
 
     /// `metadata.info`.
     pub async fn info(&self) -> Result<PluginInfo, CallError> {
-        call!(self, "info", metadata.call_info())
+        call!(self, "info", "info", metadata.call_info())
     }
 
     /// `admission.mutate`.
     pub async fn mutate(&self, req: &AdmissionRequest) -> Result<AdmissionResponse, CallError> {
-        call!(self, "mutate", admission.call_mutate(req))
+        let resp = call!(self, "mutate", &*req.uid, admission.call_mutate(req))?;
+        caps::admission(&resp)?;
+        Ok(resp)
     }
 
     /// `admission.validate`.
     pub async fn validate(&self, req: &AdmissionRequest) -> Result<AdmissionResponse, CallError> {
-        call!(self, "validate", admission.call_validate(req))
+        let resp = call!(self, "validate", &*req.uid, admission.call_validate(req))?;
+        caps::admission(&resp)?;
+        Ok(resp)
     }
 
     /// `conversion.convert`: the objects in order, or the plugin's refusal.
@@ -314,8 +362,8 @@ impl Plugin {
         &self,
         req: &ConversionRequest,
     ) -> Result<Result<Vec<String>, Status>, CallError> {
-        let r = call!(self, "convert", conversion.call_convert(req));
-        let r = r?;
+        let r = call!(self, "convert", &*req.uid, conversion.call_convert(req))?;
+        caps::converted(&r)?;
         if let Ok(objs) = &r
             && objs.len() != req.objects.len()
         {
@@ -334,7 +382,14 @@ impl Plugin {
         api_version: &str,
         kind: &str,
     ) -> Result<Vec<ColumnDefinition>, CallError> {
-        call!(self, "columns", printer.call_columns(api_version, kind))
+        let columns = call!(
+            self,
+            "columns",
+            "columns",
+            printer.call_columns(api_version, kind)
+        )?;
+        caps::columns(&columns)?;
+        Ok(columns)
     }
 
     /// `printer.rows`: one row of JSON cells per object, or the plugin's refusal.
@@ -344,8 +399,13 @@ impl Plugin {
         kind: &str,
         objects: &[String],
     ) -> Result<Result<Vec<Vec<String>>, Status>, CallError> {
-        let r = call!(self, "rows", printer.call_rows(api_version, kind, objects));
-        let r = r?;
+        let r = call!(
+            self,
+            "rows",
+            "rows",
+            printer.call_rows(api_version, kind, objects)
+        )?;
+        caps::rows(&r)?;
         if let Ok(rows) = &r
             && rows.len() != objects.len()
         {

@@ -3,8 +3,9 @@
 //! (after the caller validated the mutated object again) validating plugins and webhooks. What kube-apiserver does with admission webhooks, with the same
 //! wording: a denial is `admission plugin "NAME" denied the request: MESSAGE` with the
 //! plugin's code (403 when it gives none), reason and causes; a failing plugin
-//! (trap, timeout, out of memory, malformed result) is a 500 `InternalError` under
-//! `failurePolicy: Fail`, and a `Warning` under `Ignore`. [`AdmissionError`] names
+//! (trap, timeout, out of memory, malformed result, an answer over the runtime's caps)
+//! is a 500 `InternalError` under `failurePolicy: Fail`, and a `Warning` under `Ignore`
+//! (nothing of its answer is used). [`AdmissionError`] names
 //! these outcomes; its one mapping to `Status` is the wording above.
 
 use std::sync::Arc;
@@ -97,7 +98,7 @@ struct PolicyTarget {
 pub(crate) enum AdmissionError {
     /// A plugin said no.
     Denied(Box<Denial>),
-    /// A plugin failed (trap, timeout, out of memory, malformed result) under
+    /// A plugin failed (trap, timeout, out of memory, malformed result, too large) under
     /// `failurePolicy: Fail`.
     Failed { plugin: String, error: CallError },
     /// A webhook said no, or failed under `failurePolicy: Fail` (the Status worded as
@@ -883,12 +884,15 @@ fn webhook_failed(
 }
 
 /// Applies a plugin's mutation to `obj` (sent to it as `sent` bytes of JSON), checked to
-/// leave a JSON object within the size limit; returns whether it may have changed `obj`.
-/// On an error `obj` is as it was.
+/// leave a JSON object within the size limit (the request-body limit); returns whether it
+/// may have changed `obj`. On an error `obj` is as it was. The runtime already held the
+/// mutation's text to its cap (`caps::MAX_MUTATION_BYTES`, the default request-body
+/// limit); what is checked here is the object it leaves, against the limit configured,
+/// failing the same way (`TooLarge`).
 fn apply(obj: &mut Value, m: Mutation, sent: usize, max_bytes: usize) -> Result<bool, CallError> {
     let too_big = |size: usize| {
-        CallError::Malformed(format!(
-            "the mutated object is {size} bytes, more than the {max_bytes} allowed"
+        CallError::TooLarge(format!(
+            "mutated object: {size} bytes, more than the {max_bytes} allowed"
         ))
     };
     match m {
@@ -1105,10 +1109,13 @@ mod tests {
             json!([{"op": "replace", "path": "", "value": [1, 2]}]),
             json!([{"op": "copy", "from": "/spec", "path": "/s1"}, {"op": "copy", "from": "/spec", "path": "/s2"}]),
         ];
-        for ops in cases {
+        for (ops, cause) in cases
+            .into_iter()
+            .zip(["malformed", "malformed", "output_too_large"])
+        {
             let mut obj = orig.clone();
             let err = apply(&mut obj, patch(ops.clone()), sent, sent + 150).unwrap_err();
-            assert!(matches!(err, CallError::Malformed(_)), "{ops}: {err}");
+            assert_eq!(err.cause(), cause, "{ops}: {err}");
             assert_eq!(obj, orig, "{ops}");
         }
     }
