@@ -1022,3 +1022,184 @@ fn namespace_controller_writes_go_through_admission() {
         (!gw.kubectl(&["get", "namespace", "held"]).status.success()).then_some(())
     });
 }
+
+/// Issue 25, items 1-5 and its "Done means", through the real binary: a plugin that sleeps
+/// in a blocking WASI call is answered at its deadline while a neighbour plugin keeps its
+/// quiet latency with 200 of those calls in flight; a 100 MiB denial message and a flood of
+/// warnings are the plugin's failure, decided before anything is stored; a stack overflow
+/// and an `exit(3)` are named in one line; stdout and stderr go to the gateway's log.
+#[test]
+fn a_plugin_that_sleeps_floods_or_overflows_fails_only_its_own_requests() {
+    let plugins = PluginDir::new();
+    let bind = |mode: &str, timeout: u64, memory: u64| {
+        plugins.bind(
+            &format!("hostile-{mode}"),
+            "hostile",
+            json!({"groups": [""], "resources": ["configmaps"],
+                   "objectSelector": {"matchLabels": {"hostile": mode}},
+                   "timeoutMilliseconds": timeout, "memoryLimitMiB": memory,
+                   "config": {"mode": mode}}),
+        );
+    };
+    bind("sleep", 2000, 16);
+    // Anything the fixture does not know allows: the well-behaved neighbour.
+    bind("neighbour", 1000, 16);
+    bind("huge-message", 10_000, 512);
+    bind("warnings-flood", 5000, 128);
+    bind("stack-overflow", 1000, 16);
+    bind("exit", 1000, 16);
+    bind("stdout", 1000, 16);
+    bind("stderr-big", 1000, 16);
+    let gw = start(&plugins);
+    for mode in [
+        "sleep",
+        "neighbour",
+        "huge-message",
+        "warnings-flood",
+        "stack-overflow",
+        "exit",
+        "stdout",
+        "stderr-big",
+    ] {
+        wait_ready(&gw, &format!("hostile-{mode}"), "True/Loaded");
+    }
+    let client = gw.client();
+    let body = |name: &str, mode: &str| {
+        json!({"metadata": {"name": name, "labels": {"hostile": mode}}, "data": {"k": "v"}})
+            .to_string()
+    };
+    let create = |name: &str, mode: &str| {
+        let started = Instant::now();
+        let r = client.request(
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            "application/json",
+            Some(&body(name, mode)),
+        );
+        (r, started.elapsed())
+    };
+
+    // Item 1: a blocking sleep ends at the plugin's deadline, as its timeout.
+    let (r, took) = create("slept", "sleep");
+    assert_eq!(r.status, 500, "{}", r.body);
+    assert_contains(
+        r.json()["message"].as_str().unwrap_or(""),
+        &["failed calling plugin \"hostile-sleep\": timed out after 2s"],
+    );
+    assert!(took < Duration::from_secs(5), "the sleeper took {took:?}");
+
+    // Item 2: 200 sleeping calls in flight take the sleeper's instances only.
+    let mut quiet = Vec::new();
+    for i in 0..20 {
+        let (r, took) = create(&format!("quiet-{i}"), "neighbour");
+        assert_eq!(r.status, 201, "{}", r.body);
+        quiet.push(took);
+    }
+    let sleepers_body = gw.write_file(
+        "sleeper.json",
+        &json!({"metadata": {"generateName": "sleeper-", "labels": {"hostile": "sleep"}}})
+            .to_string(),
+    );
+    let mut sleepers = client.curl_command();
+    sleepers
+        .args([
+            "--parallel",
+            "--parallel-immediate",
+            "--parallel-max",
+            "200",
+        ])
+        .args(["--max-time", "60", "-X", "POST"])
+        .args(["-H", "Content-Type: application/json"])
+        .arg("--data-binary")
+        .arg(format!("@{}", sleepers_body.display()))
+        .args(["-w", "%{http_code}\n"]);
+    let url = format!("{}/api/v1/namespaces/default/configmaps", gw.base_url());
+    for _ in 0..200 {
+        sleepers.args(["-o", "/dev/null", &url]);
+    }
+    let sleepers = wasmgate_e2e::Background::spawn(sleepers);
+    std::thread::sleep(Duration::from_millis(500));
+    let mut loaded = Vec::new();
+    for i in 0..20 {
+        let (r, took) = create(&format!("loaded-{i}"), "neighbour");
+        assert_eq!(r.status, 201, "{}", r.body);
+        loaded.push(took);
+    }
+    let mut sleepers = sleepers;
+    sleepers.wait_exit(Duration::from_secs(90));
+    let codes = poll(
+        "200 answers to the sleepers",
+        Duration::from_secs(10),
+        || {
+            let codes = sleepers.lines();
+            (codes.len() >= 200).then_some(codes)
+        },
+    );
+    assert_eq!(codes.len(), 200, "{codes:?}");
+    assert!(codes.iter().all(|c| c == "500"), "{codes:?}");
+    quiet.sort();
+    loaded.sort();
+    eprintln!(
+        "neighbour creates (curl, a process and a TLS handshake each): quiet max {:?}, \
+         beside 200 sleeping calls max {:?}",
+        quiet[19], loaded[19]
+    );
+    // Before the shares, the neighbour waited for the sleepers' instances (seconds); now
+    // it is not queued behind them at all. (The p99 ratio is in the runtime's bench: a
+    // test here would time curl on a loaded machine.)
+    assert!(
+        loaded[19] < Duration::from_secs(1),
+        "a neighbour call took {:?} beside the sleepers",
+        loaded[19]
+    );
+
+    // Item 3: answers over the caps are the plugin's failure, nothing stored.
+    let (r, took) = create("huge", "huge-message");
+    assert_eq!(r.status, 500, "{}", &r.body[..r.body.len().min(300)]);
+    assert!(r.body.len() < 64 << 10, "a {}-byte answer", r.body.len());
+    assert_contains(
+        r.json()["message"].as_str().unwrap_or(""),
+        &["hostile-huge-message", "returned too much: status message"],
+    );
+    eprintln!("100 MiB message refused in {took:?}");
+    let (r, _) = create("flood", "warnings-flood");
+    assert_eq!(r.status, 500, "{}", &r.body[..r.body.len().min(300)]);
+    assert_contains(
+        r.json()["message"].as_str().unwrap_or(""),
+        &["hostile-warnings-flood", "returned too much: warnings"],
+    );
+    for name in ["huge", "flood", "slept"] {
+        assert!(
+            gw.kubectl_err(&["get", "configmap", name])
+                .contains("NotFound"),
+            "{name} was stored"
+        );
+    }
+
+    // Item 5: one line naming the cause.
+    let (r, _) = create("overflow", "stack-overflow");
+    assert_eq!(r.status, 500, "{}", r.body);
+    let msg = r.json()["message"].as_str().unwrap_or("").to_owned();
+    assert_contains(&msg, &["hostile-stack-overflow", "stack overflow"]);
+    assert!(!msg.contains('\n'), "{msg}");
+    let (r, _) = create("exited", "exit");
+    assert_eq!(r.status, 500, "{}", r.body);
+    let msg = r.json()["message"].as_str().unwrap_or("").to_owned();
+    assert_contains(&msg, &["hostile-exit", "exited with code"]);
+    assert!(!msg.contains('\n'), "{msg}");
+
+    // Item 4: stdout and a long stderr line neither trap nor vanish.
+    for mode in ["stdout", "stderr-big"] {
+        let (r, _) = create(&format!("said-{mode}"), mode);
+        assert_eq!(r.status, 201, "{mode}: {}", r.body);
+    }
+    poll(
+        "the plugin's stdout in the log",
+        Duration::from_secs(10),
+        || {
+            gw.stderr_tail(200)
+                .contains("hostile plugin says hello on stdout")
+                .then_some(())
+        },
+    );
+}
