@@ -3,10 +3,16 @@
 #![allow(clippy::unwrap_used, reason = "test code: a panic is the failure")]
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use wasmgate_e2e::{Gateway, assert_contains, examples_dir, gateway_builder, poll, table};
+
+/// Held by the tests that time the gateway (reloads served within a second) and by the one
+/// that loads it with 200 concurrent requests, so that they never run at once on CI's two
+/// cores.
+static TIMED: Mutex<()> = Mutex::new(());
 
 /// A component built by `plugins/build.sh`.
 fn dist(name: &str) -> PathBuf {
@@ -704,6 +710,7 @@ fn replace_file(path: &Path, bytes: &[u8]) {
 /// one keeps serving; a roll-back to an earlier module is served at once.
 #[test]
 fn plugins_are_replaced_under_load_without_failed_requests() {
+    let _timed = TIMED.lock().unwrap_or_else(PoisonError::into_inner);
     let plugins = PluginDir::new();
     // `swap` alternates between the tutorial (annotates objects labelled hello) and the
     // core policy (wants an owner label): the load's objects satisfy both, and whether
@@ -1030,6 +1037,7 @@ fn namespace_controller_writes_go_through_admission() {
 /// and an `exit(3)` are named in one line; stdout and stderr go to the gateway's log.
 #[test]
 fn a_plugin_that_sleeps_floods_or_overflows_fails_only_its_own_requests() {
+    let _timed = TIMED.lock().unwrap_or_else(PoisonError::into_inner);
     let plugins = PluginDir::new();
     let bind = |mode: &str, timeout: u64, memory: u64| {
         plugins.bind(
