@@ -887,9 +887,8 @@ const WARNING_ITEM_CHARS: usize = 256;
 pub(crate) struct WarningRecorder {
     /// Texts seen, for deduplication.
     recorded: std::collections::HashSet<String>,
-    /// Texts kept, whole, in order: replayed, cut, when truncation starts (then emptied).
-    ordered: Vec<String>,
-    /// The texts to send, in order (cut once truncating).
+    /// The texts to send, in order: whole until truncation starts, then cut (those
+    /// before it too).
     out: Vec<String>,
     /// Characters in `out`.
     written: usize,
@@ -908,7 +907,6 @@ impl WarningRecorder {
     fn with_budget(total: usize, item: usize) -> WarningRecorder {
         WarningRecorder {
             recorded: Default::default(),
-            ordered: Vec::new(),
             out: Vec::new(),
             written: 0,
             truncating: false,
@@ -932,23 +930,22 @@ impl WarningRecorder {
             self.written += len;
             return;
         }
-        self.ordered.push(text.to_owned());
+        self.out.push(text.to_owned());
         if self.written + len <= self.total {
-            self.out.push(text.to_owned());
             self.written += len;
             return;
         }
         // Past the budget: truncation on, and everything so far written again, cut.
         tracing::debug!(
-            warnings = self.ordered.len(),
+            warnings = self.out.len(),
             "exceeded max warning header size, truncating"
         );
         self.truncating = true;
         self.written = 0;
-        self.out.clear();
-        for t in std::mem::take(&mut self.ordered) {
-            let (cut, len) = cut(&t, self.item);
-            self.out.push(cut.to_owned());
+        for t in &mut self.out {
+            let (cut, len) = cut(t, self.item);
+            let at = cut.len();
+            t.truncate(at);
             self.written += len;
         }
     }
