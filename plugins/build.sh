@@ -15,7 +15,7 @@ cargo build --locked --release --target wasm32-wasip2 --manifest-path plugins/Ca
 # Copied to plugins/dist/ (not in git), where examples/plugins/*.yaml and the tests find
 # them.
 mkdir -p plugins/dist
-for name in hello_admission widgets core_policy hostile wrong_wit; do
+for name in hello_admission widgets core_policy stamper owner_policy hostile wrong_wit; do
   wasm="$CARGO_TARGET_DIR/wasm32-wasip2/release/$name.wasm"
   cp "$wasm" "plugins/dist/$name.wasm.tmp" && mv "plugins/dist/$name.wasm.tmp" "plugins/dist/$name.wasm"
   echo "built plugins/dist/$name.wasm ($(wc -c < "$wasm") bytes)"
