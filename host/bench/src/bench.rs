@@ -1,5 +1,5 @@
 //! The benchmark's shared context: endpoint, parameters, run id, and setup helpers
-//! (namespaces, pre-created objects).
+//! (namespaces, pre-created objects, the webhook, policy and Wasm plugins a run binds).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,6 +14,7 @@ use crate::cli::{Args, Kind};
 use crate::client::{Client, Endpoint, Reply, describe_failure};
 use crate::kubeconfig;
 use crate::objects::{self, ObjectTemplate};
+use crate::plugins::{self, Binding, Readiness};
 use crate::watchline::parse_object;
 
 /// Everything the scenarios share.
@@ -29,6 +30,9 @@ pub struct Bench {
     pub run_id: String,
     /// ConfigMap bodies.
     pub tpl: ObjectTemplate,
+    /// The Wasm plugins bound for the run (`--plugins`, `--plugin-pair`), each with its
+    /// `WasmPlugin` manifest.
+    pub plugins: Vec<(Binding, serde_json::Value)>,
 }
 
 /// Nanoseconds since the Unix epoch, now.
@@ -56,6 +60,16 @@ impl Bench {
                 args.namespace
             );
         }
+        // The plugins' modules are checked before anything is created.
+        let plugins = plugins::bindings(&args)
+            .map_err(anyhow::Error::msg)?
+            .into_iter()
+            .map(|b| {
+                let path = plugins::module_path(&args.plugin_dist, b.module)?;
+                let manifest = plugins::manifest(&b, &path);
+                Ok((b, manifest))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
         let creds = kubeconfig::load(&args.kubeconfig)?;
         let ep = Arc::new(Endpoint::new(&creds, args.http2, args.timeout).await?);
         let watch_ep = match &args.watch_kubeconfig {
@@ -69,10 +83,16 @@ impl Bench {
             ep,
             watch_ep,
             tpl: match args.kind {
+                // N copies of the owner policy: the ConfigMaps carry the owner it asks for
+                // (the pair's stamper sets it).
+                Kind::Configmap if args.plugins.is_some() => {
+                    ObjectTemplate::owned(args.object_size, plugins::OWNER)
+                }
                 Kind::Configmap => ObjectTemplate::new(args.object_size),
                 Kind::Widget => ObjectTemplate::widget(args.object_size),
             },
             run_id: new_run_id(),
+            plugins,
             args,
         };
         let mut c = bench
@@ -102,7 +122,76 @@ impl Bench {
             }
             bench.install_policy(&mut c).await?;
         }
+        if !bench.plugins.is_empty()
+            && let Err(e) = bench.install_plugins(&mut c).await
+        {
+            if let Err(e) = bench.clean_up().await {
+                eprintln!("wasmgate-bench: cleaning up: {e:#}");
+            }
+            return Err(e);
+        }
         Ok(bench)
+    }
+
+    /// How long the plugins may take to become Ready.
+    const PLUGINS_READY_WITHIN: Duration = Duration::from_secs(30);
+
+    /// Creates the run's `WasmPlugin`s (after removing every one an earlier run left) and
+    /// waits until each is Ready; fails with the Ready condition of one that is refused or
+    /// not Ready in time.
+    async fn install_plugins(&self, c: &mut Client) -> anyhow::Result<()> {
+        let leftovers = format!(
+            "{}?labelSelector={}%3D{}",
+            plugins::COLLECTION,
+            plugins::MANAGED_BY.0.replace('/', "%2F"),
+            plugins::MANAGED_BY.1
+        );
+        let r = self.call(c, Method::DELETE, &leftovers, None).await?;
+        if !r.status.is_success() {
+            bail!("{}", describe_failure(&Method::DELETE, &leftovers, &r));
+        }
+        for (b, manifest) in &self.plugins {
+            let r = self
+                .call(
+                    c,
+                    Method::POST,
+                    plugins::COLLECTION,
+                    Some(Bytes::from(manifest.to_string())),
+                )
+                .await?;
+            if !r.status.is_success() {
+                bail!(
+                    "creating WasmPlugin {}: {}",
+                    b.name,
+                    describe_failure(&Method::POST, plugins::COLLECTION, &r)
+                );
+            }
+        }
+        let deadline = tokio::time::Instant::now() + Self::PLUGINS_READY_WITHIN;
+        for (b, _) in &self.plugins {
+            let path = format!("{}/{}", plugins::COLLECTION, b.name);
+            loop {
+                let r = self.call(c, Method::GET, &path, None).await?;
+                if !r.status.is_success() {
+                    bail!("{}", describe_failure(&Method::GET, &path, &r));
+                }
+                let obj: serde_json::Value =
+                    serde_json::from_slice(&r.body).context("WasmPlugin is not JSON")?;
+                match plugins::readiness(&obj) {
+                    Readiness::Ready => break,
+                    Readiness::Failed(why) => bail!("WasmPlugin {} is not Ready: {why}", b.name),
+                    Readiness::Pending(why) if tokio::time::Instant::now() >= deadline => bail!(
+                        "WasmPlugin {} not Ready within {:?}: {why}",
+                        b.name,
+                        Self::PLUGINS_READY_WITHIN
+                    ),
+                    Readiness::Pending(_) => {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The policy and binding `--policy` installs (examples/policies/widgets.yaml).
@@ -178,7 +267,8 @@ impl Bench {
         Ok(())
     }
 
-    /// Removes what the run installed (`--webhook`, `--policy`).
+    /// Removes what the run installed (`--webhook`, `--policy`, `--plugins`,
+    /// `--plugin-pair`).
     pub async fn clean_up(&self) -> anyhow::Result<()> {
         if self.args.webhook {
             let mut c = self.ep.client(None).await?;
@@ -195,6 +285,16 @@ impl Bench {
                     None,
                 )
                 .await?;
+            }
+        }
+        if !self.plugins.is_empty() {
+            let mut c = self.ep.client(None).await?;
+            for (b, _) in &self.plugins {
+                let path = format!("{}/{}", plugins::COLLECTION, b.name);
+                let r = self.call(&mut c, Method::DELETE, &path, None).await?;
+                if !r.status.is_success() && r.status != StatusCode::NOT_FOUND {
+                    bail!("{}", describe_failure(&Method::DELETE, &path, &r));
+                }
             }
         }
         Ok(())

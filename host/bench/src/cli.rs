@@ -10,7 +10,9 @@ use serde::Serialize;
 ///
 /// Scenarios (each prints one line; the run ends with one JSON summary line on stdout):
 ///
-///   create  CONCURRENCY clients POST ConfigMaps with OBJECT_SIZE bytes of data.
+///   create  CONCURRENCY clients POST ConfigMaps (or --kind widget Widgets) with OBJECT_SIZE
+///           bytes of data; with --plugins N or --plugin-pair, Wasm plugins are bound to
+///           them first (--webhook, --policy: a webhook or a CEL policy instead, to compare).
 ///
 ///   get     GET of objects created first (OBJECTS of them).
 ///
@@ -143,6 +145,45 @@ pub struct Args {
     #[arg(long)]
     pub policy: bool,
 
+    /// With --scenario create: bind N Wasm plugins (validating; see --plugin-hooks) to the
+    /// kind created, N `WasmPlugin` objects `bench-validate-0` .. `bench-validate-<N-1>` of
+    /// one module (--kind widget: the widgets plugin, widgets.wasm, on example.com
+    /// widgets; --kind configmap: the owner-policy plugin, owner_policy.wasm, on
+    /// configmaps, which needs an `owner` label: the ConfigMaps created then carry `owner:
+    /// wasmgate-bench`), with failurePolicy Fail and timeoutMilliseconds 1000. Every
+    /// `WasmPlugin` an earlier run left (label app.kubernetes.io/managed-by=wasmgate-bench)
+    /// is deleted first; the new ones are waited for until Ready (a refused one, or one not
+    /// Ready within 30 s, stops the run with its Ready condition) and deleted at the end.
+    /// They bind the whole resource, in every namespace: run against a gateway started with
+    /// `--plugin-dir none` to measure only these
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub plugins: Option<u32>,
+
+    /// With --scenario create --kind configmap: bind a pair of Wasm plugins to configmaps,
+    /// `bench-stamper` (mutate: stamper.wasm returns the whole object with an `owner` label
+    /// and a `stamper.wasmgate.dev/stamped-by` annotation) and `bench-owner-policy`
+    /// (validate: owner_policy.wasm requires the owner label), created, waited for and
+    /// deleted as with --plugins
+    #[arg(long, conflicts_with = "plugins")]
+    pub plugin_pair: bool,
+
+    /// With --plugins and --kind widget: the hooks each plugin is bound with
+    /// (comma-separated: mutate, validate; mutate is the widgets plugin's
+    /// `example.com/color` label)
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "validate",
+        requires = "plugins"
+    )]
+    pub plugin_hooks: Vec<Hook>,
+
+    /// Directory of the plugin modules (built by `bash plugins/build.sh`), on the
+    /// gateway's machine: the `WasmPlugin`s name them by absolute path
+    #[arg(long, value_name = "DIR", default_value = "plugins/dist")]
+    pub plugin_dist: PathBuf,
+
     /// Namespace to work in (created if missing; object names are fresh on every run)
     #[arg(long, default_value = "bench")]
     pub namespace: String,
@@ -194,6 +235,26 @@ pub enum Kind {
     Configmap,
     /// example.com/v1 Widgets (a custom resource with a schema).
     Widget,
+}
+
+/// An admission hook a plugin of `--plugins` is bound with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Hook {
+    /// Mutating admission.
+    Mutate,
+    /// Validating admission.
+    Validate,
+}
+
+impl Hook {
+    /// The hook's name in a `WasmPlugin`'s `spec.hooks`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Hook::Mutate => "mutate",
+            Hook::Validate => "validate",
+        }
+    }
 }
 
 /// A scenario.

@@ -11,6 +11,7 @@
 //! * [`kubeconfig`] — server URL and credentials.
 //! * [`client`] — a lean hyper 1.x client over tokio-rustls (HTTP/1.1 or HTTP/2).
 //! * [`objects`] — pre-rendered request bodies.
+//! * [`plugins`] — the Wasm plugins a run binds (`--plugins`, `--plugin-pair`).
 //! * [`stats`] — latency histograms, error tallies, CPU accounting.
 //! * [`watchline`] — watch stream framing and the fields the benchmark reads.
 //! * [`bench`], [`load`], [`watch`], [`connections`] — the scenarios; [`report`] — the
@@ -24,6 +25,7 @@ pub mod connections;
 pub mod kubeconfig;
 pub mod load;
 pub mod objects;
+pub mod plugins;
 pub mod report;
 pub mod stats;
 pub mod watch;

@@ -3,13 +3,19 @@
 
 use std::process::ExitCode;
 
-use clap::Parser as _;
+use clap::{CommandFactory as _, Parser as _};
 use wasmgate_bench::bench::Bench;
 use wasmgate_bench::cli::{Args, Scenario};
 use wasmgate_bench::report::{Params, ScenarioReport, Summary};
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // Plugin flags that do not go together are invalid flags too (exit 2).
+    if let Err(e) = wasmgate_bench::plugins::bindings(&args) {
+        Args::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, e)
+            .exit();
+    }
     let runtime = if args.client_threads <= 1 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -45,6 +51,12 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.duration,
         args.warmup
     );
+    if !params.plugin_bindings.is_empty() {
+        println!(
+            "plugins {}",
+            wasmgate_bench::plugins::describe(&params.plugin_bindings)
+        );
+    }
     let mut summary = Summary::new(bench.run_id.clone(), params);
     let (mut fatal, mut unclean) = (false, false);
     for scenario in args.scenario.expand() {

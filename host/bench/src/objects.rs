@@ -30,6 +30,13 @@ impl ObjectTemplate {
         Self::build(CONFIGMAP_HEAD, br#""}},"data":{"payload":""#, payload_bytes)
     }
 
+    /// ConfigMaps as [`ObjectTemplate::new`] with the label `owner: <owner>` (a label
+    /// value: spliced in unescaped).
+    pub fn owned(payload_bytes: usize, owner: &str) -> Self {
+        let before = format!(r#""}},"labels":{{"owner":"{owner}"}}}},"data":{{"payload":""#);
+        Self::build(CONFIGMAP_HEAD, before.as_bytes(), payload_bytes)
+    }
+
     /// Widgets (examples/crds/widgets.yaml) whose `spec.notes` is `payload_bytes` long.
     pub fn widget(payload_bytes: usize) -> Self {
         Self::build(
@@ -152,6 +159,14 @@ mod tests {
         assert!(v["metadata"].get("resourceVersion").is_none());
         assert_eq!(v["metadata"]["annotations"][SEQ_ANNOTATION], "6");
         assert_eq!(v["data"]["payload"].as_str().unwrap().len(), 1024);
+
+        let t = ObjectTemplate::owned(100, "wasmgate-bench");
+        let body = t.create("c-1", 5);
+        assert!(body.len() <= t.create_len(3) + 8);
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["metadata"]["labels"]["owner"], "wasmgate-bench");
+        assert_eq!(v["metadata"]["annotations"][SENT_ANNOTATION], "5");
+        assert_eq!(v["data"]["payload"].as_str().unwrap().len(), 100);
 
         let v: serde_json::Value = serde_json::from_slice(&namespace("bench")).unwrap();
         assert_eq!(v["metadata"]["name"], "bench");

@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::cli::Args;
 use crate::connections::ConnectionsReport;
 use crate::load::LoadReport;
+use crate::plugins::{self, Binding};
 use crate::watch::WatchReport;
 
 /// One scenario's result.
@@ -81,11 +82,22 @@ pub struct Params {
     pub client_threads: u32,
     /// Request timeout in seconds.
     pub timeout_s: f64,
+    /// Wasm plugins bound to the created kind (`--plugins`, `--plugin-pair`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub plugins: usize,
+    /// Their names, modules and hooks.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plugin_bindings: Vec<Binding>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Params {
     /// The parameters of `args`, against `server`.
     pub fn new(args: &Args, server: String) -> Self {
+        let plugin_bindings = plugins::bindings(args).unwrap_or_default();
         Params {
             server,
             protocol: if args.http2 { "h2" } else { "http/1.1" },
@@ -105,6 +117,8 @@ impl Params {
             namespace: args.namespace.clone(),
             client_threads: args.client_threads,
             timeout_s: args.timeout.as_secs_f64(),
+            plugins: plugin_bindings.len(),
+            plugin_bindings,
         }
     }
 }
@@ -155,5 +169,30 @@ impl Summary {
     /// The one-line JSON form.
     pub fn to_line(&self) -> anyhow::Result<String> {
         Ok(serde_json::to_string(self)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    /// Issue 26: the JSON line counts and names the plugins bound, and says nothing of
+    /// plugins when none are.
+    #[test]
+    fn params_name_the_plugins() {
+        let args = Args::try_parse_from(["b", "--scenario", "create", "--plugin-pair"]).unwrap();
+        let v = serde_json::to_value(Params::new(&args, "s".into())).unwrap();
+        assert_eq!(v["plugins"], 2);
+        assert_eq!(
+            v["plugin_bindings"],
+            serde_json::json!([
+                {"name": "bench-stamper", "module": "stamper.wasm", "hooks": ["mutate"]},
+                {"name": "bench-owner-policy", "module": "owner_policy.wasm", "hooks": ["validate"]},
+            ])
+        );
+        let args = Args::try_parse_from(["b", "--scenario", "create"]).unwrap();
+        let v = serde_json::to_value(Params::new(&args, "s".into())).unwrap();
+        assert!(v.get("plugins").is_none() && v.get("plugin_bindings").is_none());
     }
 }
