@@ -186,33 +186,77 @@ fn main() {
         }
         report("wasm no-op validate (instance alone)", &h);
 
+        // Issue 26: a request's mutate and validate in one instance (its session), against
+        // two calls of their own; then `isolation: Reused` (no instantiation per call).
+        let plugin = std::sync::Arc::new(plugin);
+        let mut h = histogram();
+        for _ in 0..CALLS / 2 {
+            let t = Instant::now();
+            black_box(plugin.mutate(&req).await.expect("call"));
+            black_box(plugin.validate(&req).await.expect("call"));
+            h.record(t.elapsed().as_nanos() as u64).ok();
+        }
+        report("mutate + validate, an instance each", &h);
+        let mut h = histogram();
+        for _ in 0..CALLS / 2 {
+            let t = Instant::now();
+            let mut session = plugin.session();
+            black_box(session.mutate(&req).await.expect("call"));
+            black_box(session.validate(&req).await.expect("call"));
+            h.record(t.elapsed().as_nanos() as u64).ok();
+        }
+        report("mutate + validate, one session", &h);
+        let reused = runtime
+            .load(
+                "widgets-reused",
+                &bytes,
+                Limits {
+                    isolation: wasmgate_plugin_runtime::Isolation::Reused,
+                    ..Limits::default()
+                },
+                "{}",
+            )
+            .await
+            .expect("load");
+        let reused = std::sync::Arc::new(reused);
+        let mut h = histogram();
+        for _ in 0..CALLS {
+            let t = Instant::now();
+            black_box(reused.validate(&req).await.expect("call"));
+            h.record(t.elapsed().as_nanos() as u64).ok();
+        }
+        report("wasm validate, reused instance", &h);
+
         // Under load, as in the gateway: 64 calls in flight on the two workers. What
         // matters here is CPU per call (the machine is saturated), not latency.
-        let plugin = std::sync::Arc::new(plugin);
         let req = std::sync::Arc::new(req.clone());
-        let cpu = cpu_time::ProcessTime::now();
-        let all = Instant::now();
-        let tasks: Vec<_> = (0..CONCURRENCY)
-            .map(|_| {
-                let (plugin, req) = (plugin.clone(), req.clone());
-                tokio::spawn(async move {
-                    for _ in 0..CALLS / CONCURRENCY {
-                        black_box(plugin.validate(&req).await.expect("call"));
-                    }
+        for (label, plugin) in [
+            ("wasm validate under load", &plugin),
+            ("reused validate under load", &reused),
+        ] {
+            let cpu = cpu_time::ProcessTime::now();
+            let all = Instant::now();
+            let tasks: Vec<_> = (0..CONCURRENCY)
+                .map(|_| {
+                    let (plugin, req) = (plugin.clone(), req.clone());
+                    tokio::spawn(async move {
+                        for _ in 0..CALLS / CONCURRENCY {
+                            black_box(plugin.validate(&req).await.expect("call"));
+                        }
+                    })
                 })
-            })
-            .collect();
-        for t in tasks {
-            t.await.expect("task");
+                .collect();
+            for t in tasks {
+                t.await.expect("task");
+            }
+            let took = all.elapsed();
+            let cpu = cpu.elapsed().as_secs_f64();
+            println!(
+                "{label:<40} {:.0} calls/s, {:.1} µs of CPU per call ({CONCURRENCY} in flight)",
+                CALLS as f64 / took.as_secs_f64(),
+                cpu * 1e6 / CALLS as f64,
+            );
         }
-        let took = all.elapsed();
-        let cpu = cpu.elapsed().as_secs_f64();
-        println!(
-            "{:<40} {:.0} calls/s, {:.1} µs of CPU per call ({CONCURRENCY} in flight)",
-            "wasm validate under load",
-            CALLS as f64 / took.as_secs_f64(),
-            cpu * 1e6 / CALLS as f64,
-        );
 
         // A neighbour of a sleeping plugin: the widgets plugin's calls, one at a time, quiet
         // and then with 200 calls of a plugin blocked in a 10 s WASI sleep in flight.

@@ -56,10 +56,19 @@ impl State {
             limiter: Limiter {
                 limit: memory_limit,
                 exceeded: false,
+                grown: 0,
             },
             config,
             log,
         }
+    }
+
+    /// Readies the store for another call of its instance (request `uid`): a fresh log
+    /// and memory-limit verdict; what the guest keeps in its memory stays.
+    pub(crate) fn begin_call(&mut self, uid: Arc<str>) {
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        log.restart(uid);
+        self.limiter.exceeded = false;
     }
 
     /// The first bytes the call wrote to stderr.
@@ -128,6 +137,15 @@ impl crate::bindings::wasmgate::plugin::types::Host for State {}
 pub(crate) struct Limiter {
     limit: u64,
     pub(crate) exceeded: bool,
+    /// The largest size a memory was allowed to grow to.
+    grown: u64,
+}
+
+impl Limiter {
+    /// The largest size a memory of the instance was allowed to grow to, in bytes.
+    pub(crate) fn grown(&self) -> u64 {
+        self.grown
+    }
 }
 
 impl ResourceLimiter for Limiter {
@@ -138,7 +156,9 @@ impl ResourceLimiter for Limiter {
         _maximum: Option<usize>,
     ) -> Result<bool> {
         let ok = desired as u64 <= self.limit;
-        if !ok {
+        if ok {
+            self.grown = self.grown.max(desired as u64);
+        } else {
             self.exceeded = true;
         }
         Ok(ok)

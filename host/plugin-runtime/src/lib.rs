@@ -4,8 +4,10 @@
 //! component model, a pooling allocator, epoch interruption) and compiles modules once per
 //! content digest, keeping the compiled artifacts on disk when given a cache directory. A
 //! [`Runtime::load`] of a module checks it against the contract and runs it once (the
-//! self-test) before the caller may serve it; every call then gets a fresh `Store` and
-//! instance, a wall-clock deadline and a memory limit, and a sandbox with no files,
+//! self-test) before the caller may serve it; every request then gets a fresh `Store` and
+//! instance for its calls (a [`Session`]: its `mutate` and `validate` share one; with
+//! [`Isolation::Reused`], chosen per plugin, instances are reused across requests), a
+//! wall-clock deadline and a memory limit per call, and a sandbox with no files,
 //! network, environment, real clock or real randomness. Whatever a plugin does, a call
 //! ends in a result or a typed [`CallError`].
 //!
@@ -26,6 +28,7 @@
 //!
 //! ## Layout
 //! - `plugin`: loading a version and calling its hooks; `share`: instances per plugin;
+//! - `lease`: which instance a call runs in (isolation, a request's session);
 //! - `host`: what an instance imports (WASI, empty, and the `host` interface);
 //! - `output`: stdout, stderr and `host.log` to the log; `failure`: error messages;
 //! - [`caps`]: what an answer may hold; `cache`: compiled components.
@@ -34,6 +37,7 @@ mod cache;
 pub mod caps;
 mod failure;
 mod host;
+mod lease;
 mod output;
 mod plugin;
 mod share;
@@ -47,6 +51,7 @@ use tokio::sync::Semaphore;
 use wasmtime::component::Linker;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+pub use lease::{Isolation, MAX_CALLS_PER_INSTANCE, Session};
 pub use plugin::{Hooks, Limits, Plugin};
 pub use share::{INSTANCE_WAIT_BOUNDS, InstanceStats, WaitHistogram};
 

@@ -106,6 +106,20 @@ impl CallLog {
         }))
     }
 
+    /// Starts the log of another call of the same instance (request `uid`): what is left
+    /// of the last one is logged first, as at a drop.
+    pub(crate) fn restart(&mut self, uid: Arc<str>) {
+        let fresh = CallLog {
+            share: self.share.clone(),
+            uid,
+            partial: [Partial::default(), Partial::default()],
+            logged: 0,
+            dropped: 0,
+            stderr: Vec::new(),
+        };
+        drop(std::mem::replace(self, fresh));
+    }
+
     /// The first bytes the call wrote to stderr.
     pub(crate) fn stderr(&self) -> &[u8] {
         &self.stderr

@@ -1,15 +1,17 @@
 //! One loaded plugin version: its compiled component, pre-linked, and the calls of its
-//! hooks, each in a fresh instance bounded in time and memory.
+//! hooks, each bounded in time and memory, in an instance of the request (or a reused
+//! one: `lease`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 use wasmtime::component::{Component, Instance, InstancePre};
-use wasmtime::{Store, Trap, UpdateDeadline};
+use wasmtime::{Store, Trap};
 
 use crate::bindings::exports::wasmgate::plugin::{admission, conversion, metadata, printer};
 use crate::host::State;
+use crate::lease::{Idle, Isolation, Lease, Session, arm};
 use crate::share::{InstanceStats, Share};
 use crate::wit::{
     AdmissionRequest, AdmissionResponse, ColumnDefinition, ConversionRequest, Hook, PluginInfo,
@@ -17,19 +19,22 @@ use crate::wit::{
 };
 use crate::{CallError, LoadError, MAX_MEMORY_BYTES, Runtime, caps};
 
-/// Time and memory bounds of every call of one plugin.
+/// Time and memory bounds of every call of one plugin, and which instances its calls
+/// run in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub timeout: Duration,
     pub memory_bytes: u64,
+    pub isolation: Isolation,
 }
 
 impl Default for Limits {
-    /// 100 ms and 64 MiB.
+    /// 100 ms, 64 MiB, an instance per request.
     fn default() -> Limits {
         Limits {
             timeout: Duration::from_millis(100),
             memory_bytes: 64 << 20,
+            isolation: Isolation::PerRequest,
         }
     }
 }
@@ -110,6 +115,8 @@ pub struct Plugin {
     /// How many of the runtime's instance slots an instance takes ([`weight`]).
     weight: u32,
     engine: wasmtime::Engine,
+    /// Instances kept between requests ([`Isolation::Reused`] only).
+    idle: Idle,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -161,6 +168,7 @@ impl Runtime {
             global: self.instances.clone(),
             weight,
             engine: self.engine.clone(),
+            idle: Idle::default(),
         };
         let info = plugin.info().await.map_err(LoadError::SelfTest)?;
         plugin.hooks = Hooks::from_info(&info);
@@ -226,36 +234,55 @@ impl Exports {
     }
 }
 
-/// One call of a hook in a fresh instance: `call!(self, "hook", uid, interface.method(args))`
-/// takes one of the plugin's instances, instantiates, calls `method` of the exported
-/// `interface`, maps a failure to a [`CallError`] and traces the duration. The plugin's
+/// One call of a hook: `call!(self, slot, "hook", uid, interface.method(args))` runs in the
+/// instance `slot` holds (the request's, from an earlier hook, or a reused one), or else
+/// takes one of the plugin's instances and instantiates; calls `method` of the exported
+/// `interface`, maps a failure to a [`CallError`] and traces the duration. After a
+/// success the instance is left in `slot`; after a failure it is dropped. The plugin's
 /// timeout bounds all of it: the wait for an instance, instantiation, the guest's code
 /// and its host calls (a WASI sleep or poll). At the deadline a running guest is
 /// interrupted (epoch) and a waiting one dropped (the call's future: wasmtime unwinds
 /// the guest's stack; the store and its instance go with it).
 macro_rules! call {
-    ($self:ident, $hook:literal, $uid:expr, $iface:ident . $method:ident ( $($arg:expr),* )) => {{
+    ($self:ident, $slot:expr, $hook:literal, $uid:expr, $iface:ident . $method:ident ( $($arg:expr),* )) => {{
         let started = Instant::now();
         let deadline = started + $self.limits.timeout;
-        let permits = $self
-            .share
-            .acquire(&$self.global, $self.weight, deadline, $self.limits.timeout)
-            .await?;
         let uid: Arc<str> = Arc::from($uid);
+        let slot: &mut Option<Lease> = $slot;
+        let start = match slot.take() {
+            Some(lease) => Ok(lease),
+            None => Err($self
+                .share
+                .acquire(&$self.global, $self.weight, deadline, $self.limits.timeout)
+                .await?),
+        };
         let run = async {
-            let (mut store, inst) = $self.instance(uid, deadline).await?;
-            let r = match $self.exports.$iface.load(&mut store, &inst) {
-                Ok(guest) => guest.$method(&mut store $(, $arg)*).await,
+            let mut lease = match start {
+                Ok(lease) => lease,
+                Err(permits) => {
+                    let (store, instance) = $self.instance(uid.clone(), deadline).await?;
+                    Lease::new(store, instance, permits)
+                }
+            };
+            lease.begin(&uid, deadline);
+            let Lease { store, instance, .. } = &mut lease;
+            let r = match $self.exports.$iface.load(&mut *store, instance) {
+                Ok(guest) => guest.$method(&mut *store $(, $arg)*).await,
                 Err(e) => Err(e),
             };
-            r.map_err(|e| $self.failed(&store, &e))
+            match r {
+                Ok(v) => Ok((v, lease)),
+                Err(e) => Err($self.failed(&lease.store, &e)),
+            }
         };
         let r = tokio::time::timeout_at(deadline, run)
             .await
             .unwrap_or(Err(CallError::Timeout($self.limits.timeout)));
-        drop(permits);
         $self.finish(started, $hook);
-        r
+        r.map(|(v, lease)| {
+            *slot = Some(lease);
+            v
+        })
     }};
 }
 
@@ -284,6 +311,20 @@ impl Plugin {
         self.share.stats()
     }
 
+    pub(crate) fn idle(&self) -> &Idle {
+        &self.idle
+    }
+
+    /// How many instances this version keeps idle ([`Isolation::Reused`]).
+    pub fn idle_instances(&self) -> usize {
+        self.idle.len()
+    }
+
+    /// A request's calls of this plugin, in one instance (see [`Session`]).
+    pub fn session(self: &Arc<Self>) -> Session {
+        Session::new(self.clone())
+    }
+
     /// A fresh store and instance for one call of request `uid`, under the call's
     /// `deadline` (instantiation runs guest code too) and the memory limit.
     async fn instance(
@@ -301,16 +342,7 @@ impl Plugin {
             ),
         );
         store.limiter(|s| &mut s.limiter);
-        store.set_epoch_deadline(1);
-        // Every tick the plugin hands its worker back to the async runtime, so a slow
-        // plugin delays only its own request; past the deadline it is interrupted.
-        store.epoch_deadline_callback(move |_| {
-            Ok(if Instant::now() >= deadline {
-                UpdateDeadline::Interrupt
-            } else {
-                UpdateDeadline::Yield(1)
-            })
-        });
+        arm(&mut store, deadline);
         let instance = self
             .pre
             .instantiate_async(&mut store)
@@ -338,23 +370,78 @@ impl Plugin {
         tracing::trace!(plugin = %self.name, hook, elapsed = ?started.elapsed(), "plugin call");
     }
 
+    /// The instance a one-off call may run in: an idle one under [`Isolation::Reused`].
+    fn idle_slot(&self) -> Option<Lease> {
+        match self.limits.isolation {
+            Isolation::Reused => self.idle.take(),
+            Isolation::PerRequest => None,
+        }
+    }
+
+    /// After a one-off call: the instance it left (none after a failure) is given back.
+    fn keep(&self, slot: Option<Lease>) {
+        if let Some(lease) = slot {
+            self.give_back(lease);
+        }
+    }
+
     /// `metadata.info`.
     pub async fn info(&self) -> Result<PluginInfo, CallError> {
-        call!(self, "info", "info", metadata.call_info())
+        let mut slot = self.idle_slot();
+        let r = call!(self, &mut slot, "info", "info", metadata.call_info());
+        self.keep(slot);
+        r
     }
 
-    /// `admission.mutate`.
+    /// `admission.mutate`, in an instance of its own (see [`Session`] for a request's
+    /// hooks in one).
     pub async fn mutate(&self, req: &AdmissionRequest) -> Result<AdmissionResponse, CallError> {
-        let resp = call!(self, "mutate", &*req.uid, admission.call_mutate(req))?;
-        caps::admission(&resp)?;
-        Ok(resp)
+        let mut slot = self.idle_slot();
+        let r = self.mutate_in(&mut slot, req).await;
+        self.keep(slot);
+        r
     }
 
-    /// `admission.validate`.
+    /// `admission.validate`, in an instance of its own.
     pub async fn validate(&self, req: &AdmissionRequest) -> Result<AdmissionResponse, CallError> {
-        let resp = call!(self, "validate", &*req.uid, admission.call_validate(req))?;
-        caps::admission(&resp)?;
-        Ok(resp)
+        let mut slot = self.idle_slot();
+        let r = self.validate_in(&mut slot, req).await;
+        self.keep(slot);
+        r
+    }
+
+    /// `admission.mutate` in the instance of `slot`.
+    pub(crate) async fn mutate_in(
+        &self,
+        slot: &mut Option<Lease>,
+        req: &AdmissionRequest,
+    ) -> Result<AdmissionResponse, CallError> {
+        let r = call!(self, slot, "mutate", &*req.uid, admission.call_mutate(req))
+            .and_then(|resp| caps::admission(&resp).map(|()| resp));
+        if r.is_err() {
+            *slot = None;
+        }
+        r
+    }
+
+    /// `admission.validate` in the instance of `slot`.
+    pub(crate) async fn validate_in(
+        &self,
+        slot: &mut Option<Lease>,
+        req: &AdmissionRequest,
+    ) -> Result<AdmissionResponse, CallError> {
+        let r = call!(
+            self,
+            slot,
+            "validate",
+            &*req.uid,
+            admission.call_validate(req)
+        )
+        .and_then(|resp| caps::admission(&resp).map(|()| resp));
+        if r.is_err() {
+            *slot = None;
+        }
+        r
     }
 
     /// `conversion.convert`: the objects in order, or the plugin's refusal.
@@ -362,7 +449,14 @@ impl Plugin {
         &self,
         req: &ConversionRequest,
     ) -> Result<Result<Vec<String>, Status>, CallError> {
-        let r = call!(self, "convert", &*req.uid, conversion.call_convert(req))?;
+        let mut slot = self.idle_slot();
+        let r = call!(
+            self,
+            &mut slot,
+            "convert",
+            &*req.uid,
+            conversion.call_convert(req)
+        )?;
         caps::converted(&r)?;
         if let Ok(objs) = &r
             && objs.len() != req.objects.len()
@@ -373,6 +467,7 @@ impl Plugin {
                 req.objects.len()
             )));
         }
+        self.keep(slot);
         Ok(r)
     }
 
@@ -382,13 +477,16 @@ impl Plugin {
         api_version: &str,
         kind: &str,
     ) -> Result<Vec<ColumnDefinition>, CallError> {
+        let mut slot = self.idle_slot();
         let columns = call!(
             self,
+            &mut slot,
             "columns",
             "columns",
             printer.call_columns(api_version, kind)
         )?;
         caps::columns(&columns)?;
+        self.keep(slot);
         Ok(columns)
     }
 
@@ -399,8 +497,10 @@ impl Plugin {
         kind: &str,
         objects: &[String],
     ) -> Result<Result<Vec<Vec<String>>, Status>, CallError> {
+        let mut slot = self.idle_slot();
         let r = call!(
             self,
+            &mut slot,
             "rows",
             "rows",
             printer.call_rows(api_version, kind, objects)
@@ -415,6 +515,7 @@ impl Plugin {
                 objects.len()
             )));
         }
+        self.keep(slot);
         Ok(r)
     }
 }

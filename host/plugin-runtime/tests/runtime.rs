@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use wasmgate_plugin_runtime::wit::{
     AdmissionRequest, GroupVersionKind, GroupVersionResource, Mutation, Operation, UserInfo,
 };
-use wasmgate_plugin_runtime::{CallError, Limits, LoadError, Runtime, RuntimeConfig};
+use wasmgate_plugin_runtime::{CallError, Isolation, Limits, LoadError, Runtime, RuntimeConfig};
 
 /// A component built by `plugins/build.sh` (into `plugins/dist/`).
 fn wasm(name: &str) -> Vec<u8> {
@@ -69,6 +69,7 @@ fn hostile_limits() -> Limits {
     Limits {
         timeout: Duration::from_millis(100),
         memory_bytes: 16 << 20,
+        ..Limits::default()
     }
 }
 
@@ -347,6 +348,7 @@ fn limits(timeout_ms: u64, memory_mib: u64) -> Limits {
     Limits {
         timeout: Duration::from_millis(timeout_ms),
         memory_bytes: memory_mib << 20,
+        ..Limits::default()
     }
 }
 
@@ -831,4 +833,74 @@ async fn answers_over_a_cap_are_refused_as_too_large() {
             .starts_with("returned too much: cell 0 of row 0: 66562 bytes"),
         "{err}"
     );
+}
+
+/// The warnings of one admission answer.
+fn heard(r: Result<wasmgate_plugin_runtime::wit::AdmissionResponse, CallError>) -> Vec<String> {
+    r.expect("the call answers").warnings
+}
+
+/// Issue 26, isolation: under the default a call never sees what another request left in
+/// the plugin's memory, and a request's `mutate` and `validate` (its session) share one
+/// instance; under `Isolation::Reused` the next request is served by the same instance
+/// and sees it (the plugin keeps the last object's name in a global: `remember`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_are_per_request_unless_reused_is_chosen() {
+    let rt = runtime();
+    let remember = serde_json::json!({"mode": "remember"});
+    let fresh = std::sync::Arc::new(
+        hostile_with(&rt, "remember-fresh", remember.clone(), hostile_limits()).await,
+    );
+    let req = request(widget(serde_json::json!({})));
+    for _ in 0..3 {
+        assert_eq!(heard(fresh.validate(&req).await), ["remembered nothing"]);
+    }
+    let mut session = fresh.session();
+    assert_eq!(heard(session.mutate(&req).await), ["remembered nothing"]);
+    assert_eq!(heard(session.validate(&req).await), ["remembered: w"]);
+    // The session let go of its instance with its last hook: the next request's is new.
+    assert_eq!(
+        heard(fresh.session().validate(&req).await),
+        ["remembered nothing"]
+    );
+    assert_eq!(fresh.idle_instances(), 0);
+
+    let reused_limits = Limits {
+        isolation: Isolation::Reused,
+        ..hostile_limits()
+    };
+    let reused =
+        std::sync::Arc::new(hostile_with(&rt, "remember-reused", remember, reused_limits).await);
+    // The self-test's `info` call left the one idle instance.
+    assert_eq!(reused.idle_instances(), 1);
+    assert_eq!(heard(reused.validate(&req).await), ["remembered nothing"]);
+    assert_eq!(heard(reused.validate(&req).await), ["remembered: w"]);
+    assert_eq!(
+        heard(reused.session().validate(&req).await),
+        ["remembered: w"]
+    );
+    assert_eq!(reused.idle_instances(), 1);
+}
+
+/// Issue 26: a reused instance is dropped after a call that failed; the next call gets a
+/// fresh one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_instance_is_dropped_after_a_failure() {
+    let rt = runtime();
+    let limits = Limits {
+        isolation: Isolation::Reused,
+        ..limits(50, 16)
+    };
+    let p = hostile_with(
+        &rt,
+        "reused-sleeper",
+        serde_json::json!({"mode": "sleep", "millis": 1000}),
+        limits,
+    )
+    .await;
+    // The self-test left one idle instance: the call takes it and times out in it.
+    assert_eq!(p.idle_instances(), 1);
+    let r = p.validate(&request(widget(serde_json::json!({})))).await;
+    assert!(matches!(r, Err(CallError::Timeout(_))), "{r:?}");
+    assert_eq!(p.idle_instances(), 0);
 }
