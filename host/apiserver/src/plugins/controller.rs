@@ -39,7 +39,7 @@ use std::time::{Duration, SystemTime};
 use http::Method;
 use serde_json::{Value, json};
 use wasmgate_apimachinery::selectors::LabelSelector;
-use wasmgate_plugin_runtime::{Hooks, Limits, LoadError};
+use wasmgate_plugin_runtime::{Hooks, Isolation, Limits, LoadError};
 use wasmgate_storage::{EventKind, ReadAt};
 
 use super::crd::{KEY_PREFIX, PATH};
@@ -302,6 +302,19 @@ impl Known {
     }
 }
 
+/// Whether an event of `kind` may mean a file's content changed. Opening, reading and
+/// closing a file read-only do not: the controller's own read of a module is such an
+/// event, and taking it for a change read and hashed every module again, ~15 times a
+/// second, for ever (issue 26: ~14 ms of CPU a second on an idle gateway).
+fn may_change_content(kind: &notify::EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode};
+    match kind {
+        notify::EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        notify::EventKind::Access(_) => false,
+        _ => true,
+    }
+}
+
 /// File-system events on the module files' directories (inotify on Linux), gathered
 /// between two checks. Without a watcher (the platform has none, or inotify's limits are
 /// reached) only the poll sees changes.
@@ -342,6 +355,11 @@ impl FileEvents {
     ) -> Result<notify::RecommendedWatcher, ()> {
         let (pending, woken) = (pending.clone(), woken.clone());
         notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+            if let Ok(e) = &ev
+                && !may_change_content(&e.kind)
+            {
+                return;
+            }
             let mut p = pending.lock().unwrap_or_else(|p| p.into_inner());
             p.generation += 1;
             match ev {
@@ -548,6 +566,10 @@ async fn load(
     let limits = Limits {
         timeout: Duration::from_millis(spec["timeoutMilliseconds"].as_u64().unwrap_or(100)),
         memory_bytes: spec["memoryLimitMiB"].as_u64().unwrap_or(64) << 20,
+        isolation: spec["isolation"]
+            .as_str()
+            .and_then(Isolation::parse)
+            .unwrap_or_default(),
     };
     let config = match spec.get("config") {
         Some(c @ Value::Object(_)) => c.to_string(),
@@ -671,6 +693,31 @@ mod tests {
             digest: None,
             tried: None,
             previous: Vec::new(),
+        }
+    }
+
+    /// Issue 26: reading a module (the controller's own read) is no change; writing one
+    /// is, as are creating, renaming and removing.
+    #[test]
+    fn reads_are_not_changes() {
+        use notify::EventKind as K;
+        use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RemoveKind};
+        for kind in [
+            K::Access(AccessKind::Open(AccessMode::Read)),
+            K::Access(AccessKind::Read),
+            K::Access(AccessKind::Close(AccessMode::Read)),
+            K::Access(AccessKind::Any),
+        ] {
+            assert!(!may_change_content(&kind), "{kind:?}");
+        }
+        for kind in [
+            K::Access(AccessKind::Close(AccessMode::Write)),
+            K::Create(CreateKind::File),
+            K::Modify(ModifyKind::Any),
+            K::Remove(RemoveKind::File),
+            K::Any,
+        ] {
+            assert!(may_change_content(&kind), "{kind:?}");
         }
     }
 
