@@ -1215,3 +1215,70 @@ fn a_plugin_that_sleeps_floods_or_overflows_fails_only_its_own_requests() {
         },
     );
 }
+
+/// Issue 26, isolation: a plugin that keeps the last object it saw in a global and tells
+/// it in its next answer (`hostile` mode `remember`). Under the default isolation no
+/// request hears of another's object (its `validate` runs in the instance its `mutate`
+/// ran in, so it hears of its own); under `isolation: Reused`, chosen per binding, the
+/// instance is kept and the next request hears of the last one.
+#[test]
+fn no_request_sees_another_unless_the_plugin_reuses_instances() {
+    let plugins = PluginDir::new();
+    for (name, isolation) in [("fresh", "PerRequest"), ("reused", "Reused")] {
+        plugins.bind(
+            &format!("remember-{name}"),
+            "hostile",
+            json!({"groups": [""], "resources": ["configmaps"],
+                   "objectSelector": {"matchLabels": {"isolation": name}},
+                   "isolation": isolation, "config": {"mode": "remember"}}),
+        );
+    }
+    let gw = start(&plugins);
+    wait_ready(&gw, "remember-fresh", "True/Loaded");
+    wait_ready(&gw, "remember-reused", "True/Loaded");
+    // The warnings of creating configmap `name` labelled `isolation=mode`.
+    let create = |mode: &str, name: &str| -> Vec<String> {
+        let file = gw.write_file(
+            &format!("{name}.json"),
+            &json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name, "namespace": "default",
+                                 "labels": {"isolation": mode}}})
+            .to_string(),
+        );
+        let out = gw.kubectl(&["create", "-f", file.to_str().unwrap()]);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter_map(|l| l.strip_prefix("Warning: ").map(str::to_owned))
+            .collect()
+    };
+    for i in 0..5 {
+        let name = format!("fresh-{i}");
+        let heard = create("fresh", &name);
+        // mutate, in a fresh instance; then validate, in the same one.
+        assert_eq!(
+            heard,
+            [
+                "remembered nothing".to_owned(),
+                format!("remembered: {name}")
+            ],
+            "request {name}"
+        );
+    }
+    let mut heard_of_others = 0;
+    for i in 0..5 {
+        let name = format!("reused-{i}");
+        let heard = create("reused", &name);
+        assert_eq!(heard.len(), 2, "{heard:?}");
+        heard_of_others += heard
+            .iter()
+            .filter(|h| {
+                h.starts_with("remembered: reused-") && **h != format!("remembered: {name}")
+            })
+            .count();
+    }
+    assert!(
+        heard_of_others >= 4,
+        "a reused instance tells the next request of the last one: heard {heard_of_others}"
+    );
+}

@@ -112,6 +112,13 @@ impl Ctx {
         }
     }
 
+    /// Whether the kind's validation reads labels or annotations beyond ObjectMeta's
+    /// own checks of them (a Secret's service-account annotation): then a mutation of
+    /// them needs the whole validation again (`Change::LabelsOnly`).
+    pub(crate) fn validation_reads_labels(&self) -> bool {
+        matches!(self.rt.builtin(), Some(Builtin::Secret))
+    }
+
     /// Validation of the kind (422 causes), for a create (`old` is `None`) or an update.
     pub(crate) fn validate_object(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         match &self.rt.behavior {

@@ -31,7 +31,7 @@ use wasmgate_apimachinery::options::{FieldValidation, Query};
 use wasmgate_apimachinery::request_info::{ResourceRequest, Verb};
 use wasmgate_apimachinery::status::{Status, Target};
 use wasmgate_apimachinery::table::{self, IncludeObject};
-use wasmgate_apimachinery::validation::FieldError;
+use wasmgate_apimachinery::validation::{self as v, FieldError};
 use wasmgate_apimachinery::{protobuf, selectors};
 use wasmgate_storage::{Precondition, ReadAt, Write, WriteOp};
 
@@ -40,6 +40,7 @@ use crate::error::{ApiError, ApiResult, storage_error};
 use crate::handler::{bytes_response as response, header_str};
 use crate::object::{self, meta, meta_str};
 use crate::registry::ResourceType;
+use crate::verbs::admission::Change;
 use crate::{Inner, User};
 
 /// Everything a verb needs about its request.
@@ -805,15 +806,31 @@ impl Ctx {
         size: usize,
     ) -> ApiResult<()> {
         let mut warnings = Vec::new();
-        let mut mutated = false;
+        let mut mutated = Change::None;
         if let Some(a) = adm.as_deref_mut() {
             mutated = a.mutate(obj, &mut warnings).await?;
-            if mutated {
+            if mutated == Change::LabelsOnly && self.validation_reads_labels() {
+                mutated = Change::Object;
+            }
+            if mutated == Change::Object {
                 let mut ignored = Vec::new();
                 self.check_fields_into(obj, &[], FieldValidation::Ignore, &mut ignored)?;
             }
         }
-        if mutated || !validated {
+        if mutated == Change::LabelsOnly && validated {
+            // Only labels and annotations changed since the object was validated: their
+            // own checks, as ObjectMeta's validation makes them, and no schema pass.
+            let m = meta(obj);
+            let null = Value::Null;
+            let mut errs = v::validate_labels(m.get("labels").unwrap_or(&null), "metadata.labels");
+            errs.extend(v::validate_annotations(
+                m.get("annotations").unwrap_or(&null),
+                "metadata.annotations",
+            ));
+            if !errs.is_empty() {
+                return Err(self.invalid(meta_str(obj, "name").unwrap_or(""), &errs));
+            }
+        } else if mutated != Change::None || !validated {
             cpu_bound(size, || {
                 let errs = self.validate_object(obj, old);
                 if errs.is_empty() {

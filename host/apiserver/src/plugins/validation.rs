@@ -5,7 +5,7 @@
 //! field, not a `201` followed by `Ready=False InvalidSpec`.
 //!
 //! The schema (`wasmplugins.crd.yaml`) already checks types, enums (`hooks`,
-//! `operations`, `failurePolicy`), ranges, the digest's pattern and that `module` names
+//! `operations`, `failurePolicy`, `isolation`), ranges, the digest's pattern and that `module` names
 //! exactly one of `path` and `digest`. Here:
 //!
 //! - `module.path`: absolute (a relative path is resolved only in `--plugin-dir`);
@@ -34,6 +34,7 @@ use wasmgate_plugin_runtime::Limits;
 const HOOKS: [&str; 4] = ["mutate", "validate", "convert", "print"];
 const OPERATIONS: [&str; 4] = ["*", "CREATE", "DELETE", "UPDATE"];
 const FAILURE_POLICIES: [&str; 2] = ["Fail", "Ignore"];
+const ISOLATIONS: [&str; 2] = ["PerRequest", "Reused"];
 
 /// The errors of a `WasmPlugin`'s spec, with kube's field paths (`spec.groups[0]`).
 pub(crate) fn validate(obj: &Value) -> Vec<FieldError> {
@@ -91,6 +92,15 @@ pub(crate) fn validate(obj: &Value) -> Vec<FieldError> {
             "spec.failurePolicy",
             p.clone(),
             &FAILURE_POLICIES,
+        ));
+    }
+    if let Some(i) = spec.get("isolation").filter(|i| !i.is_null())
+        && !i.as_str().is_some_and(|i| ISOLATIONS.contains(&i))
+    {
+        errs.push(FieldError::not_supported(
+            "spec.isolation",
+            i.clone(),
+            &ISOLATIONS,
         ));
     }
     if let Some(t) = spec.get("timeoutMilliseconds").filter(|t| !t.is_null()) {
@@ -289,7 +299,7 @@ mod tests {
                 {"key": "bad key", "operator": "NotIn", "values": ["no spaces"]},
             ]},
             "failurePolicy": "Sometimes", "timeoutMilliseconds": 0, "memoryLimitMiB": 1,
-            "config": [1],
+            "config": [1], "isolation": "Pooled",
         }));
         let want = [
             "spec.module.path: Invalid value: \"p.wasm\": must be an absolute path",
@@ -309,6 +319,7 @@ mod tests {
             "spec.objectSelector.matchExpressions[3].values[0]: Invalid value: \"no spaces\": a valid label must be an empty string or consist of alphanumeric characters",
             "spec.hooks[1]: Duplicate value: \"validate\"",
             "spec.failurePolicy: Unsupported value: \"Sometimes\": supported values: \"Fail\", \"Ignore\"",
+            "spec.isolation: Unsupported value: \"Pooled\": supported values: \"PerRequest\", \"Reused\"",
             "spec.timeoutMilliseconds: Invalid value: 0: timeout must be more than 0 and at most 30s",
             "spec.memoryLimitMiB: Invalid value: 1: memory limit must be between 2097152 and 1073741824 bytes",
             "spec.config: Invalid value: [1]: must be of type object",

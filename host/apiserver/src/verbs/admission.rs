@@ -12,11 +12,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use wasmgate_apimachinery::status::{Status, StatusCause};
-use wasmgate_plugin_runtime::CallError;
 use wasmgate_plugin_runtime::wit::{
     self, AdmissionRequest, AdmissionResponse, GroupVersionKind, GroupVersionResource, Mutation,
     Operation, UserInfo,
 };
+use wasmgate_plugin_runtime::{CallError, Session};
 use wasmgate_storage::ReadAt;
 
 use super::Ctx;
@@ -30,6 +30,9 @@ use crate::webhooks::{self, Webhook};
 /// The plugins and webhooks one request goes through, and the request they are sent.
 pub(crate) struct Admission {
     bindings: Vec<Arc<Binding>>,
+    /// The request's calls of each binding's plugin (by index): a plugin bound as both
+    /// hooks answers `mutate` and `validate` in one instance.
+    sessions: Vec<Session>,
     mutating_webhooks: Vec<Arc<Webhook>>,
     validating_webhooks: Vec<Arc<Webhook>>,
     /// The admission policies and their bindings that apply, with how a denial names
@@ -396,6 +399,7 @@ impl Ctx {
             namespaced: self.rt.namespaced,
         };
         Ok(Some(Admission {
+            sessions: bindings.iter().map(|b| b.plugin.session()).collect(),
             bindings,
             mutating_webhooks,
             validating_webhooks,
@@ -437,19 +441,33 @@ impl Ctx {
 }
 
 /// Runs the mutating plugins of `bindings` in order on `obj`, sent as `req`; returns
-/// whether any changed it.
+/// what they changed. A plugin bound to validate too keeps its instance for that
+/// (its session) when `keep` (no webhook runs in between: one may take seconds).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the admission's parts, borrowed apart"
+)]
 async fn mutate_by_plugins(
     bindings: &[Arc<Binding>],
+    sessions: &mut [Session],
+    keep: bool,
     inner: &crate::Inner,
     req: &mut AdmissionRequest,
     obj: &mut Value,
     annotations: &mut Vec<(String, String)>,
     warnings: &mut Vec<String>,
-) -> ApiResult<bool> {
-    let mut changed = false;
-    for b in bindings.iter().filter(|b| b.hooks.mutate) {
+) -> ApiResult<Change> {
+    let mut changed = Change::None;
+    for (b, session) in bindings
+        .iter()
+        .zip(sessions)
+        .filter(|(b, _)| b.hooks.mutate)
+    {
         let started = tokio::time::Instant::now();
-        let r = mutate_by_plugin(b, inner, req, obj, annotations, warnings).await;
+        let r = mutate_by_plugin(b, session, inner, req, obj, annotations, warnings).await;
+        if !(keep && b.hooks.validate) {
+            session.release();
+        }
         inner.metrics.admission_controller(
             &b.name,
             Step::Admit,
@@ -457,45 +475,46 @@ async fn mutate_by_plugins(
             started.elapsed(),
             r.is_err(),
         );
-        changed |= r?;
+        changed = changed.max(r?);
     }
     Ok(changed)
 }
 
-/// One mutating plugin on `obj`; whether it changed it.
+/// One mutating plugin on `obj`; what it changed.
 async fn mutate_by_plugin(
     b: &Binding,
+    session: &mut Session,
     inner: &crate::Inner,
     req: &mut AdmissionRequest,
     obj: &mut Value,
     annotations: &mut Vec<(String, String)>,
     warnings: &mut Vec<String>,
-) -> ApiResult<bool> {
+) -> ApiResult<Change> {
     let metrics = &inner.metrics;
     // `req.object` is `obj` as JSON, serialised again only after a change.
     let sent = req.object.get_or_insert_with(|| obj.to_string()).len();
-    let resp = match b.call(metrics, "mutate", b.plugin.mutate(req)).await {
+    let resp = match b.call(metrics, "mutate", session.mutate(req)).await {
         Ok(r) => r,
         Err(e) => {
             failed(metrics, b, e, warnings)?;
-            return Ok(false);
+            return Ok(Change::None);
         }
     };
     annotate(annotations, &b.name, &resp.audit_annotations);
     let resp = respond(metrics, b, req, resp, warnings)?;
     let Some(mutation) = resp.mutation else {
-        return Ok(false);
+        return Ok(Change::None);
     };
     let before = Identity::of(obj);
     let changed = match apply(obj, mutation, sent, inner.options.max_request_body_bytes) {
-        Ok(true) => {
+        Ok(Change::None) => Change::None,
+        Ok(c) => {
             req.object = None;
-            true
+            c
         }
-        Ok(false) => false,
         Err(e) => {
             failed(metrics, b, e, warnings)?;
-            return Ok(false);
+            return Ok(Change::None);
         }
     };
     check_identity(b, &before, obj)?;
@@ -515,13 +534,13 @@ impl Admission {
         std::mem::take(&mut self.annotations)
     }
 
-    /// Runs the mutating plugins in order on `obj`; returns whether any changed it (the
-    /// caller then validates it again). Timed as kube's `admit` step.
+    /// Runs the mutating plugins in order on `obj`; returns what they changed (the caller
+    /// then validates it again, as far as that needs). Timed as kube's `admit` step.
     pub(crate) async fn mutate(
         &mut self,
         obj: &mut Value,
         warnings: &mut Vec<String>,
-    ) -> ApiResult<bool> {
+    ) -> ApiResult<Change> {
         let started = tokio::time::Instant::now();
         let r = self.mutate_all(obj, warnings).await;
         let op = operation_name(self.req.operation);
@@ -529,19 +548,36 @@ impl Admission {
         r
     }
 
-    async fn mutate_all(&mut self, obj: &mut Value, warnings: &mut Vec<String>) -> ApiResult<bool> {
-        let mut changed = false;
+    async fn mutate_all(
+        &mut self,
+        obj: &mut Value,
+        warnings: &mut Vec<String>,
+    ) -> ApiResult<Change> {
+        let mut changed = Change::None;
         if self.bindings.iter().any(|b| b.hooks.mutate) {
             let (bindings, inner) = (&self.bindings, &self.inner);
+            let sessions = &mut self.sessions;
+            let keep = self.mutating_webhooks.is_empty();
             let annotations = &mut self.annotations;
             match &mut self.hub {
                 Some(hub) => {
                     let mut stored = hub.storage_form(obj).await?.clone();
                     let req = &mut hub.req;
-                    if mutate_by_plugins(bindings, inner, req, &mut stored, annotations, warnings)
-                        .await?
+                    if mutate_by_plugins(
+                        bindings,
+                        sessions,
+                        keep,
+                        inner,
+                        req,
+                        &mut stored,
+                        annotations,
+                        warnings,
+                    )
+                    .await?
+                        != Change::None
                     {
-                        changed = true;
+                        // Converted back by the plugin: anything may have changed.
+                        changed = Change::Object;
                         *obj = hub.versions.to_request(stored.clone()).await?;
                         hub.converted = Some((obj.clone(), stored));
                         self.req.object = None;
@@ -549,8 +585,17 @@ impl Admission {
                 }
                 None => {
                     let req = &mut self.req;
-                    changed =
-                        mutate_by_plugins(bindings, inner, req, obj, annotations, warnings).await?;
+                    changed = mutate_by_plugins(
+                        bindings,
+                        sessions,
+                        keep,
+                        inner,
+                        req,
+                        obj,
+                        annotations,
+                        warnings,
+                    )
+                    .await?;
                 }
             }
         }
@@ -560,8 +605,9 @@ impl Admission {
         let mut last_change = None;
         let mut ran = Vec::with_capacity(hooks.len());
         for (i, h) in hooks.iter().enumerate() {
-            if self.mutate_webhook(h, obj, warnings).await? {
-                changed = true;
+            let c = self.mutate_webhook(h, obj, warnings).await?;
+            if c != Change::None {
+                changed = changed.max(c);
                 last_change = Some(i);
             }
             ran.push(i);
@@ -569,26 +615,26 @@ impl Admission {
         if let Some(last) = last_change {
             for (i, h) in hooks.iter().enumerate() {
                 if h.reinvoke && ran.contains(&i) && i < last {
-                    changed |= self.mutate_webhook(h, obj, warnings).await?;
+                    changed = changed.max(self.mutate_webhook(h, obj, warnings).await?);
                 }
             }
         }
         Ok(changed)
     }
 
-    /// One mutating webhook on `obj`; whether it changed it.
+    /// One mutating webhook on `obj`; what it changed.
     async fn mutate_webhook(
         &mut self,
         h: &Webhook,
         obj: &mut Value,
         warnings: &mut Vec<String>,
-    ) -> ApiResult<bool> {
+    ) -> ApiResult<Change> {
         let sent = self.req.object.get_or_insert_with(|| obj.to_string()).len();
         let resp = match webhooks::call::call(&self.inner, h, &self.req).await {
             Ok(r) => r,
             Err(f) => {
                 webhook_failed(h, &f, warnings)?;
-                return Ok(false);
+                return Ok(Change::None);
             }
         };
         warnings.extend(resp.warnings.iter().cloned());
@@ -602,21 +648,21 @@ impl Admission {
             );
         }
         let Some(mutation) = resp.mutation else {
-            return Ok(false);
+            return Ok(Change::None);
         };
         let before = Identity::of(obj);
         let max = self.inner.options.max_request_body_bytes;
         match apply(obj, mutation, sent, max) {
-            Ok(true) => {
+            Ok(Change::None) => Ok(Change::None),
+            Ok(c) => {
                 self.req.object = None;
                 check_identity_of(&h.name, "webhook", &before, obj)?;
-                Ok(true)
+                Ok(c)
             }
-            Ok(false) => Ok(false),
             Err(e) => {
                 let f = webhooks::call::CallFailure::Invalid(e.to_string());
                 webhook_failed(h, &f, warnings)?;
-                Ok(false)
+                Ok(Change::None)
             }
         }
     }
@@ -664,18 +710,23 @@ impl Admission {
         }
         let validators: Vec<&Arc<Binding>> =
             self.bindings.iter().filter(|b| b.hooks.validate).collect();
+        let sessions = (self.bindings.iter().zip(&mut self.sessions))
+            .filter(|(b, _)| b.hooks.validate)
+            .map(|(_, s)| s);
         let plugin_req = self.hub.as_ref().map_or(&self.req, |h| &h.req);
         let req = &self.req;
         let metrics = &self.inner.metrics;
         let inner = &self.inner;
         let (results, answers) = futures_util::future::join(
-            futures_util::future::join_all(validators.iter().map(|b| async move {
-                let started = tokio::time::Instant::now();
-                let r = b
-                    .call(metrics, "validate", b.plugin.validate(plugin_req))
-                    .await;
-                (r, started.elapsed())
-            })),
+            futures_util::future::join_all(validators.iter().zip(sessions).map(
+                |(b, session)| async move {
+                    let started = tokio::time::Instant::now();
+                    let r = b
+                        .call(metrics, "validate", session.validate(plugin_req))
+                        .await;
+                    (r, started.elapsed())
+                },
+            )),
             futures_util::future::join_all(
                 self.validating_webhooks
                     .iter()
@@ -889,7 +940,7 @@ fn webhook_failed(
 /// mutation's text to its cap (`caps::MAX_MUTATION_BYTES`, the default request-body
 /// limit); what is checked here is the object it leaves, against the limit configured,
 /// failing the same way (`TooLarge`).
-fn apply(obj: &mut Value, m: Mutation, sent: usize, max_bytes: usize) -> Result<bool, CallError> {
+fn apply(obj: &mut Value, m: Mutation, sent: usize, max_bytes: usize) -> Result<Change, CallError> {
     let too_big = |size: usize| {
         CallError::TooLarge(format!(
             "mutated object: {size} bytes, more than the {max_bytes} allowed"
@@ -908,7 +959,7 @@ fn apply(obj: &mut Value, m: Mutation, sent: usize, max_bytes: usize) -> Result<
                     "the mutated object is not an object".into(),
                 ));
             }
-            let changed = out != *obj;
+            let changed = Change::between(obj, &out);
             *obj = out;
             Ok(changed)
         }
@@ -943,9 +994,98 @@ fn apply(obj: &mut Value, m: Mutation, sent: usize, max_bytes: usize) -> Result<
                 }
                 *obj = doc;
             }
-            Ok(patch.0.iter().any(|op| !matches!(op, Op::Test(_))))
+            Ok(Change::of_patch(&patch, obj))
         }
     }
+}
+
+/// What a mutation changed of an object: after one that changed only labels and
+/// annotations, the object needs their checks again, not a schema pass (for the kinds
+/// whose validation reads nothing else of them: `Ctx::validation_reads_labels`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Change {
+    None,
+    /// `metadata.labels` and `metadata.annotations` only, left maps of strings.
+    LabelsOnly,
+    Object,
+}
+
+/// Where a labels-only mutation may write.
+const LABEL_PATHS: [&str; 2] = ["/metadata/labels", "/metadata/annotations"];
+const LABEL_FIELDS: [&str; 2] = ["labels", "annotations"];
+
+impl Change {
+    /// `before` replaced by `after`.
+    fn between(before: &Value, after: &Value) -> Change {
+        if before == after {
+            return Change::None;
+        }
+        let labels_only = match (before.as_object(), after.as_object()) {
+            (Some(b), Some(a)) => {
+                let (bm, am) = (b.get("metadata"), a.get("metadata"));
+                same_except(b, a, &["metadata"])
+                    && match (bm.and_then(Value::as_object), am.and_then(Value::as_object)) {
+                        (Some(bm), Some(am)) => same_except(bm, am, &LABEL_FIELDS),
+                        _ => false,
+                    }
+            }
+            _ => false,
+        };
+        if labels_only && string_maps(after) {
+            Change::LabelsOnly
+        } else {
+            Change::Object
+        }
+    }
+
+    /// `patch`, applied, left `after`.
+    fn of_patch(patch: &json_patch::Patch, after: &Value) -> Change {
+        use json_patch::PatchOperation as Op;
+        let within = |p: &str| {
+            LABEL_PATHS.iter().any(|l| {
+                p.strip_prefix(l)
+                    .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+            })
+        };
+        if patch.0.iter().all(|op| matches!(op, Op::Test(_))) {
+            return Change::None;
+        }
+        let labels_only = patch.0.iter().all(|op| {
+            within(op.path().as_str())
+                && match op {
+                    Op::Move(m) => within(m.from.as_str()),
+                    Op::Copy(c) => within(c.from.as_str()),
+                    _ => true,
+                }
+        });
+        if labels_only && string_maps(after) {
+            Change::LabelsOnly
+        } else {
+            Change::Object
+        }
+    }
+}
+
+/// Whether `b` and `a` hold the same members, but for those named in `skip`.
+fn same_except(
+    b: &serde_json::Map<String, Value>,
+    a: &serde_json::Map<String, Value>,
+    skip: &[&str],
+) -> bool {
+    b.iter()
+        .all(|(k, v)| skip.contains(&k.as_str()) || a.get(k) == Some(v))
+        && a.keys()
+            .all(|k| skip.contains(&k.as_str()) || b.contains_key(k))
+}
+
+/// Whether `obj`'s labels and annotations are absent or maps of strings (what the fields'
+/// own checks and no schema pass take).
+fn string_maps(obj: &Value) -> bool {
+    LABEL_FIELDS.iter().all(|f| match meta(obj).get(*f) {
+        None | Some(Value::Null) => true,
+        Some(Value::Object(m)) => m.values().all(Value::is_string),
+        Some(_) => false,
+    })
 }
 
 /// What a mutation may not change: kind, apiVersion, name, namespace, uid.
@@ -1090,10 +1230,82 @@ mod tests {
         let mut obj = json!({"kind": "Widget", "metadata": {"name": "w"}});
         let sent = obj.to_string().len();
         let m = patch(json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}]));
-        assert!(apply(&mut obj, m, sent, 1 << 20).unwrap());
+        assert_eq!(
+            apply(&mut obj, m, sent, 1 << 20).unwrap(),
+            Change::LabelsOnly
+        );
         assert_eq!(obj["metadata"]["labels"]["a"], "b");
         let test_only = patch(json!([{"op": "test", "path": "/kind", "value": "Widget"}]));
-        assert!(!apply(&mut obj, test_only, sent, 1 << 20).unwrap());
+        assert_eq!(
+            apply(&mut obj, test_only, sent, 1 << 20).unwrap(),
+            Change::None
+        );
+    }
+
+    /// Issue 26: a mutation that touched only labels and annotations (and left them maps
+    /// of strings) is told apart from one that touched anything else, by patch or by
+    /// whole object, so that only the former skips the schema pass.
+    #[test]
+    fn a_labels_only_mutation_is_told_apart() {
+        let obj = json!({"kind": "Widget", "metadata": {"name": "w", "labels": {"a": "b"}},
+                         "spec": {"x": 1}});
+        let sent = obj.to_string().len();
+        let cases = [
+            (
+                json!([{"op": "add", "path": "/metadata/labels/c", "value": "d"},
+                    {"op": "add", "path": "/metadata/annotations", "value": {"n": "v"}}]),
+                Change::LabelsOnly,
+            ),
+            (
+                json!([{"op": "add", "path": "/metadata/labels/c", "value": 3}]),
+                Change::Object,
+            ),
+            (
+                json!([{"op": "add", "path": "/metadata/labelsx", "value": "d"}]),
+                Change::Object,
+            ),
+            (
+                json!([{"op": "copy", "from": "/spec", "path": "/metadata/labels/c"}]),
+                Change::Object,
+            ),
+            (
+                json!([{"op": "replace", "path": "/spec/x", "value": 2}]),
+                Change::Object,
+            ),
+            (
+                json!([{"op": "replace", "path": "/metadata/name", "value": "w"}]),
+                Change::Object,
+            ),
+        ];
+        for (ops, want) in cases {
+            let mut o = obj.clone();
+            assert_eq!(
+                apply(&mut o, patch(ops.clone()), sent, 1 << 20).unwrap(),
+                want,
+                "{ops}"
+            );
+        }
+        let whole = |o: Value| Mutation::Object(o.to_string());
+        let mut stamped = obj.clone();
+        stamped["metadata"]["labels"]["owner"] = json!("admin");
+        stamped["metadata"]["annotations"] = json!({"by": "admin"});
+        let mut respecced = stamped.clone();
+        respecced["spec"]["x"] = json!(2);
+        let mut extra = stamped.clone();
+        extra["status"] = json!({});
+        for (after, want) in [
+            (obj.clone(), Change::None),
+            (stamped, Change::LabelsOnly),
+            (respecced, Change::Object),
+            (extra, Change::Object),
+        ] {
+            let mut o = obj.clone();
+            assert_eq!(
+                apply(&mut o, whole(after.clone()), sent, 1 << 20).unwrap(),
+                want,
+                "{after}"
+            );
+        }
     }
 
     /// A patch that fails half-way, replaces the root with a non-object, or grows the
