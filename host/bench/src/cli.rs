@@ -179,6 +179,11 @@ pub struct Args {
     )]
     pub plugin_hooks: Vec<Hook>,
 
+    /// With --plugins or --plugin-pair: the plugins' `spec.isolation` (per-request: a fresh
+    /// instance per request; reused: instances kept across requests)
+    #[arg(long, value_enum, default_value = "per-request")]
+    pub plugin_isolation: PluginIsolation,
+
     /// Directory of the plugin modules (built by `bash plugins/build.sh`), on the
     /// gateway's machine: the `WasmPlugin`s name them by absolute path
     #[arg(long, value_name = "DIR", default_value = "plugins/dist")]
@@ -253,6 +258,26 @@ impl Hook {
         match self {
             Hook::Mutate => "mutate",
             Hook::Validate => "validate",
+        }
+    }
+}
+
+/// How the bench's plugins share instances between requests (`spec.isolation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PluginIsolation {
+    /// A fresh instance per request.
+    PerRequest,
+    /// Instances kept and reused across requests.
+    Reused,
+}
+
+impl PluginIsolation {
+    /// The `WasmPlugin` spelling.
+    pub fn spec(self) -> &'static str {
+        match self {
+            PluginIsolation::PerRequest => "PerRequest",
+            PluginIsolation::Reused => "Reused",
         }
     }
 }

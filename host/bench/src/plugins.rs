@@ -40,6 +40,8 @@ pub struct Binding {
     pub resource: &'static str,
     /// Its hooks.
     pub hooks: Vec<&'static str>,
+    /// Its `spec.isolation` (`PerRequest`, `Reused`).
+    pub isolation: &'static str,
 }
 
 /// The bindings the flags ask for (none without `--plugins` and `--plugin-pair`), or why
@@ -61,6 +63,7 @@ pub fn bindings(args: &Args) -> Result<Vec<Binding>, String> {
             group,
             resource,
             hooks: hooks.into_iter().map(Hook::name).collect(),
+            isolation: args.plugin_isolation.spec(),
         }
     };
     if args.plugin_pair {
@@ -132,6 +135,7 @@ pub fn manifest(b: &Binding, path: &Path) -> Value {
             "hooks": b.hooks,
             "failurePolicy": "Fail",
             "timeoutMilliseconds": TIMEOUT_MS,
+            "isolation": b.isolation,
         },
     })
 }
@@ -308,8 +312,22 @@ mod tests {
                     "hooks": ["mutate"],
                     "failurePolicy": "Fail",
                     "timeoutMilliseconds": 1000,
+                    "isolation": "PerRequest",
                 },
             })
+        );
+        let reused = parse(&[
+            "--scenario",
+            "create",
+            "--plugins",
+            "1",
+            "--plugin-isolation",
+            "reused",
+        ])
+        .unwrap();
+        assert_eq!(
+            manifest(&reused[0], Path::new("/w.wasm"))["spec"]["isolation"],
+            "Reused"
         );
     }
 
