@@ -187,8 +187,10 @@ mod tests {
         assert_eq!(
             v["plugin_bindings"],
             serde_json::json!([
-                {"name": "bench-stamper", "module": "stamper.wasm", "hooks": ["mutate"]},
-                {"name": "bench-owner-policy", "module": "owner_policy.wasm", "hooks": ["validate"]},
+                {"name": "bench-stamper", "module": "stamper.wasm", "hooks": ["mutate"],
+                 "isolation": "PerRequest"},
+                {"name": "bench-owner-policy", "module": "owner_policy.wasm", "hooks": ["validate"],
+                 "isolation": "PerRequest"},
             ])
         );
         let args = Args::try_parse_from(["b", "--scenario", "create"]).unwrap();

@@ -7,7 +7,9 @@
 //! a ~1.7 KB Widget (1 KiB of notes, managed fields: what `wasmgate-bench --kind widget`
 //! creates), one call at a time, each in a new instance as the gateway does;
 //! then a plugin that returns at once (what an instance costs by itself); then the same
-//! `Widgets::validate` natively, with the JSON parse the guest does too.
+//! `Widgets::validate` natively, with the JSON parse the guest does too. Issue 26: a
+//! request's `mutate` and `validate` in an instance each and in one session, and
+//! `validate` in a reused instance (`Isolation::Reused`), alone and with 64 in flight.
 //!
 //! Containment (issue 25 item 2): what the runtime's pool costs at start (time, address
 //! space, memory), and the widgets plugin's `validate` latency quiet, then while 200 calls
@@ -19,12 +21,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
-use serde_json::json;
-use wasmgate_plugin_runtime::wit::{
-    AdmissionRequest, GroupVersionKind, GroupVersionResource, Operation, UserInfo,
-};
 use wasmgate_plugin_runtime::{Limits, Runtime, RuntimeConfig};
 use wasmgate_sdk::Admission as _;
+
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 const WARMUP: usize = 2_000;
 const CALLS: usize = 20_000;
@@ -43,55 +44,6 @@ fn vm_kib() -> (u64, u64) {
             .unwrap_or(0)
     };
     (field("VmSize:"), field("VmRSS:"))
-}
-
-fn object() -> serde_json::Value {
-    json!({
-        "apiVersion": "example.com/v1", "kind": "Widget",
-        "metadata": {"name": "w1", "namespace": "default", "uid": "6f1d1c55-3c1c-4d5e-9a55-1b2c3d4e5f60",
-                     "labels": {"app": "demo", "tier": "web"}, "creationTimestamp": "2026-11-25T10:00:00Z",
-                     "annotations": {"note": "a Widget as the gateway sends it on a create"},
-                     "managedFields": [{"manager": "kubectl-create", "operation": "Update", "apiVersion": "example.com/v1",
-                                        "time": "2026-11-25T10:00:00Z", "fieldsType": "FieldsV1",
-                                        "fieldsV1": {"f:spec": {".": {}, "f:color": {}, "f:notes": {}, "f:replicas": {}}}}]},
-        "spec": {"color": "blue", "replicas": 4, "maxReplicas": 10, "size": 9,
-                 "notes": "x".repeat(1024)},
-    })
-}
-
-fn request(object: &serde_json::Value) -> AdmissionRequest {
-    let gvk = GroupVersionKind {
-        group: "example.com".into(),
-        version: "v1".into(),
-        kind: "Widget".into(),
-    };
-    let gvr = GroupVersionResource {
-        group: "example.com".into(),
-        version: "v1".into(),
-        resource: "widgets".into(),
-    };
-    AdmissionRequest {
-        uid: "1".into(),
-        kind: gvk.clone(),
-        resource: gvr.clone(),
-        sub_resource: None,
-        request_kind: Some(gvk),
-        request_resource: Some(gvr),
-        request_sub_resource: None,
-        name: "w1".into(),
-        namespace: Some("default".into()),
-        operation: Operation::Create,
-        user_info: UserInfo {
-            username: "admin".into(),
-            uid: String::new(),
-            groups: vec!["system:masters".into()],
-            extra: vec![],
-        },
-        object: Some(object.to_string()),
-        old_object: None,
-        dry_run: false,
-        options: None,
-    }
 }
 
 fn report(what: &str, h: &Histogram<u64>) {
@@ -121,8 +73,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio");
-    let obj = object();
-    let req = request(&obj);
+    let req = common::widget_request();
     rt.block_on(async {
         let (vm0, rss0) = vm_kib();
         let started = Instant::now();

@@ -178,7 +178,8 @@ pub struct InstanceStats {
     pub plugin: String,
     /// Its share: at most this many of its calls run at once.
     pub instances: usize,
-    /// How many of them its calls hold now.
+    /// How many of them are held now: by calls, by requests between their hooks (a
+    /// `Session`), or idle for reuse (`Isolation::Reused`).
     pub in_use: usize,
     /// How many of its calls wait for one now.
     pub waiting: usize,

@@ -15,10 +15,11 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use wasmgate_plugin_runtime::wit::{
-    AdmissionRequest, GroupVersionKind, GroupVersionResource, Operation, UserInfo,
-};
+use common::widget_request;
+use wasmgate_plugin_runtime::wit::AdmissionRequest;
 use wasmgate_plugin_runtime::{Isolation, Limits, Plugin, Runtime, RuntimeConfig};
+
+mod common;
 
 struct Counting;
 
@@ -49,47 +50,6 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 const CALLS: u64 = 200;
-
-fn widget_request() -> AdmissionRequest {
-    let gvk = GroupVersionKind {
-        group: "example.com".into(),
-        version: "v1".into(),
-        kind: "Widget".into(),
-    };
-    let gvr = GroupVersionResource {
-        group: "example.com".into(),
-        version: "v1".into(),
-        resource: "widgets".into(),
-    };
-    let object = serde_json::json!({
-        "apiVersion": "example.com/v1", "kind": "Widget",
-        "metadata": {"name": "w1", "namespace": "default", "labels": {"app": "demo"},
-                     "uid": "6f1d1c55-3c1c-4d5e-9a55-1b2c3d4e5f60"},
-        "spec": {"color": "blue", "replicas": 4, "size": 9, "notes": "x".repeat(1024)},
-    });
-    AdmissionRequest {
-        uid: "1".into(),
-        kind: gvk.clone(),
-        resource: gvr.clone(),
-        sub_resource: None,
-        request_kind: Some(gvk),
-        request_resource: Some(gvr),
-        request_sub_resource: None,
-        name: "w1".into(),
-        namespace: Some("default".into()),
-        operation: Operation::Create,
-        user_info: UserInfo {
-            username: "admin".into(),
-            uid: String::new(),
-            groups: vec!["system:masters".into()],
-            extra: vec![],
-        },
-        object: Some(object.to_string()),
-        old_object: None,
-        dry_run: false,
-        options: None,
-    }
-}
 
 async fn widgets(rt: &Runtime, isolation: Isolation) -> Plugin {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../plugins/dist/widgets.wasm");
