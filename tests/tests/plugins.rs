@@ -1245,24 +1245,8 @@ fn no_request_sees_another_unless_the_plugin_reuses_instances() {
     wait_ready(&gw, "remember-fresh", "True/Loaded");
     wait_ready(&gw, "remember-reused", "True/Loaded");
     wait_ready(&gw, "bad-label", "True/Loaded");
-    // A mutation of labels only skips the schema pass, not the labels' own checks.
-    let bad = gw.write_file(
-        "bad-label.json",
-        &json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "bad", "namespace": "default",
-                             "labels": {"isolation": "bad-label"}}})
-        .to_string(),
-    );
-    let err = gw.kubectl_err(&["create", "-f", bad.to_str().unwrap()]);
-    assert_contains(
-        &err,
-        &[
-            "ConfigMap \"bad\" is invalid",
-            "metadata.labels: Invalid value: \"not a label value!\"",
-        ],
-    );
-    // The warnings of creating configmap `name` labelled `isolation=mode`.
-    let create = |mode: &str, name: &str| -> Vec<String> {
+    // `kubectl create` of configmap `name` labelled `isolation=mode`.
+    let create_cm = |mode: &str, name: &str| {
         let file = gw.write_file(
             &format!("{name}.json"),
             &json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -1270,7 +1254,21 @@ fn no_request_sees_another_unless_the_plugin_reuses_instances() {
                                  "labels": {"isolation": mode}}})
             .to_string(),
         );
-        let out = gw.kubectl(&["create", "-f", file.to_str().unwrap()]);
+        gw.kubectl(&["create", "-f", file.to_str().unwrap()])
+    };
+    // A mutation of labels only skips the schema pass, not the labels' own checks.
+    let out = create_cm("bad-label", "bad");
+    assert!(!out.status.success(), "{out:?}");
+    assert_contains(
+        &String::from_utf8_lossy(&out.stderr),
+        &[
+            "ConfigMap \"bad\" is invalid",
+            "metadata.labels: Invalid value: \"not a label value!\"",
+        ],
+    );
+    // The warnings of creating configmap `name` labelled `isolation=mode`.
+    let create = |mode: &str, name: &str| -> Vec<String> {
+        let out = create_cm(mode, name);
         assert!(out.status.success(), "{out:?}");
         String::from_utf8_lossy(&out.stderr)
             .lines()

@@ -154,10 +154,6 @@ impl Session {
         }
     }
 
-    pub fn plugin(&self) -> &Arc<Plugin> {
-        &self.plugin
-    }
-
     /// `admission.mutate` in the request's instance (made now if the session has none);
     /// the instance stays for the request's next hook unless the call failed.
     pub async fn mutate(
@@ -180,11 +176,11 @@ impl Session {
         r
     }
 
-    /// Under [`Isolation::Reused`], a session with no instance yet takes an idle one.
+    /// A session with no instance yet takes an idle one ([`Isolation::Reused`]).
     fn fill(&mut self) {
         let lease = self.lease.get_mut();
-        if lease.is_none() && self.plugin.limits().isolation == Isolation::Reused {
-            *lease = self.plugin.idle().take();
+        if lease.is_none() {
+            *lease = self.plugin.idle_slot();
         }
     }
 

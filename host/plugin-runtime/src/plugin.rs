@@ -371,7 +371,7 @@ impl Plugin {
     }
 
     /// The instance a one-off call may run in: an idle one under [`Isolation::Reused`].
-    fn idle_slot(&self) -> Option<Lease> {
+    pub(crate) fn idle_slot(&self) -> Option<Lease> {
         match self.limits.isolation {
             Isolation::Reused => self.idle.take(),
             Isolation::PerRequest => None,

@@ -440,44 +440,48 @@ impl Ctx {
     }
 }
 
-/// Runs the mutating plugins of `bindings` in order on `obj`, sent as `req`; returns
-/// what they changed. A plugin bound to validate too keeps its instance for that
-/// (its session) when `keep` (no webhook runs in between: one may take seconds).
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the admission's parts, borrowed apart"
-)]
-async fn mutate_by_plugins(
-    bindings: &[Arc<Binding>],
-    sessions: &mut [Session],
+/// The mutating plugins of a request and what their calls need, borrowed from its
+/// [`Admission`] apart from the request they are sent (the client's, or the storage
+/// version's: [`Hub`]).
+struct MutatingPlugins<'a> {
+    bindings: &'a [Arc<Binding>],
+    sessions: &'a mut [Session],
+    /// A plugin bound to validate too keeps its instance for that (its session) when no
+    /// webhook runs in between: one may take seconds.
     keep: bool,
-    inner: &crate::Inner,
-    req: &mut AdmissionRequest,
-    obj: &mut Value,
-    annotations: &mut Vec<(String, String)>,
-    warnings: &mut Vec<String>,
-) -> ApiResult<Change> {
-    let mut changed = Change::None;
-    for (b, session) in bindings
-        .iter()
-        .zip(sessions)
-        .filter(|(b, _)| b.hooks.mutate)
-    {
-        let started = tokio::time::Instant::now();
-        let r = mutate_by_plugin(b, session, inner, req, obj, annotations, warnings).await;
-        if !(keep && b.hooks.validate) {
-            session.release();
+    inner: &'a crate::Inner,
+    annotations: &'a mut Vec<(String, String)>,
+}
+
+impl MutatingPlugins<'_> {
+    /// Runs them in order on `obj`, sent as `req`; returns what they changed.
+    async fn run(
+        &mut self,
+        req: &mut AdmissionRequest,
+        obj: &mut Value,
+        warnings: &mut Vec<String>,
+    ) -> ApiResult<Change> {
+        let mut changed = Change::None;
+        let (inner, annotations) = (self.inner, &mut *self.annotations);
+        for (b, session) in
+            (self.bindings.iter().zip(self.sessions.iter_mut())).filter(|(b, _)| b.hooks.mutate)
+        {
+            let started = tokio::time::Instant::now();
+            let r = mutate_by_plugin(b, session, inner, req, obj, annotations, warnings).await;
+            if !(self.keep && b.hooks.validate) {
+                session.release();
+            }
+            inner.metrics.admission_controller(
+                &b.name,
+                Step::Admit,
+                operation_name(req.operation),
+                started.elapsed(),
+                r.is_err(),
+            );
+            changed = changed.max(r?);
         }
-        inner.metrics.admission_controller(
-            &b.name,
-            Step::Admit,
-            operation_name(req.operation),
-            started.elapsed(),
-            r.is_err(),
-        );
-        changed = changed.max(r?);
+        Ok(changed)
     }
-    Ok(changed)
 }
 
 /// One mutating plugin on `obj`; what it changed.
@@ -555,27 +559,17 @@ impl Admission {
     ) -> ApiResult<Change> {
         let mut changed = Change::None;
         if self.bindings.iter().any(|b| b.hooks.mutate) {
-            let (bindings, inner) = (&self.bindings, &self.inner);
-            let sessions = &mut self.sessions;
-            let keep = self.mutating_webhooks.is_empty();
-            let annotations = &mut self.annotations;
+            let mut plugins = MutatingPlugins {
+                bindings: &self.bindings,
+                sessions: &mut self.sessions,
+                keep: self.mutating_webhooks.is_empty(),
+                inner: &self.inner,
+                annotations: &mut self.annotations,
+            };
             match &mut self.hub {
                 Some(hub) => {
                     let mut stored = hub.storage_form(obj).await?.clone();
-                    let req = &mut hub.req;
-                    if mutate_by_plugins(
-                        bindings,
-                        sessions,
-                        keep,
-                        inner,
-                        req,
-                        &mut stored,
-                        annotations,
-                        warnings,
-                    )
-                    .await?
-                        != Change::None
-                    {
+                    if plugins.run(&mut hub.req, &mut stored, warnings).await? != Change::None {
                         // Converted back by the plugin: anything may have changed.
                         changed = Change::Object;
                         *obj = hub.versions.to_request(stored.clone()).await?;
@@ -583,20 +577,7 @@ impl Admission {
                         self.req.object = None;
                     }
                 }
-                None => {
-                    let req = &mut self.req;
-                    changed = mutate_by_plugins(
-                        bindings,
-                        sessions,
-                        keep,
-                        inner,
-                        req,
-                        obj,
-                        annotations,
-                        warnings,
-                    )
-                    .await?;
-                }
+                None => changed = plugins.run(&mut self.req, obj, warnings).await?,
             }
         }
         // Then the mutating webhooks, in order; one with `reinvocationPolicy: IfNeeded`
