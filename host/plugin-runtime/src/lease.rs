@@ -23,7 +23,7 @@ use wasmtime::component::Instance;
 use wasmtime::{Store, UpdateDeadline};
 
 use crate::host::State;
-use crate::plugin::Plugin;
+use crate::plugin::{LoadedExports, Plugin};
 use crate::share::Permits;
 
 /// How a plugin's instances are shared between requests.
@@ -70,6 +70,7 @@ pub(crate) const MAX_IDLE: usize = 8;
 pub(crate) struct Lease {
     pub(crate) store: Store<State>,
     pub(crate) instance: Instance,
+    pub(crate) exports: LoadedExports,
     _permits: Permits,
     calls: u32,
 }
@@ -79,6 +80,7 @@ impl Lease {
         Lease {
             store,
             instance,
+            exports: LoadedExports::default(),
             _permits: permits,
             calls: 0,
         }

@@ -223,6 +223,17 @@ struct Exports {
     printer: printer::GuestIndices,
 }
 
+/// The exported interfaces of one instance, each looked up (and its functions
+/// type-checked) on its first call: a reused instance, or a request's second hook, does
+/// not pay for that again.
+#[derive(Default)]
+pub(crate) struct LoadedExports {
+    metadata: Option<metadata::Guest>,
+    admission: Option<admission::Guest>,
+    conversion: Option<conversion::Guest>,
+    printer: Option<printer::Guest>,
+}
+
 impl Exports {
     fn new(pre: &InstancePre<State>) -> wasmtime::Result<Exports> {
         Ok(Exports {
@@ -265,9 +276,18 @@ macro_rules! call {
                 }
             };
             lease.begin(&uid, deadline);
-            let Lease { store, instance, .. } = &mut lease;
-            let r = match $self.exports.$iface.load(&mut *store, instance) {
-                Ok(guest) => guest.$method(&mut *store $(, $arg)*).await,
+            let Lease { store, instance, exports, .. } = &mut lease;
+            // The interface's functions, looked up and type-checked once per instance.
+            let loaded = match exports.$iface.take() {
+                Some(guest) => Ok(guest),
+                None => $self.exports.$iface.load(&mut *store, instance),
+            };
+            let r = match loaded {
+                Ok(guest) => {
+                    let r = guest.$method(&mut *store $(, $arg)*).await;
+                    exports.$iface = Some(guest);
+                    r
+                }
                 Err(e) => Err(e),
             };
             match r {
