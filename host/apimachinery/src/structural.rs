@@ -95,7 +95,7 @@ use listtype::validate_list_sets_and_maps_object;
 use objectmeta::{coerce_embedded, validate_embedded};
 use openapi::publish;
 use pruning::Pruner;
-use validation::{Mode, Validator, to_field_errors};
+use validation::{Mode, Validator};
 
 // =============================================================================================
 // Public API
@@ -195,11 +195,7 @@ impl Schema {
     /// root `metadata` is not touched: the server handles `ObjectMeta` itself.
     pub fn prune(&self, obj: &mut Value) -> Vec<String> {
         let nodes = &self.inner.nodes;
-        let mut pruner = Pruner {
-            nodes,
-            path: String::new(),
-            out: Vec::new(),
-        };
+        let mut pruner = Pruner::new(nodes);
         pruner.prune(obj, Some(self.inner.root), true);
         let mut paths = pruner.out;
         paths.sort();
@@ -252,9 +248,7 @@ impl Schema {
             nodes: &self.inner.nodes,
             mode: Mode::CustomResource,
         };
-        let mut path = String::new();
-        let result = v.validate(self.inner.root, &mut path, obj);
-        to_field_errors(result.errors, None)
+        v.field_errors(self.inner.root, obj, None)
     }
 
     /// The status subresource's validation of `obj.status` against the schema of
@@ -272,9 +266,7 @@ impl Schema {
             nodes: &self.inner.nodes,
             mode: Mode::CustomResource,
         };
-        let mut path = String::new();
-        let result = v.validate(node.id, &mut path, status);
-        to_field_errors(result.errors, Some("status"))
+        v.field_errors(node.id, status, Some("status"))
     }
 
     /// `apiVersion`, `kind` and `metadata` of `x-kubernetes-embedded-resource` values

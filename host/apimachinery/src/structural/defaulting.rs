@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::objectmeta::validate_embedded;
 use super::pruning::Pruner;
-use super::validation::{Mode, Validator, to_field_errors};
+use super::validation::{Mode, Validator};
 use super::{NodeData, map_key, schema_of};
 use crate::validation::{FieldError, child};
 
@@ -177,17 +177,11 @@ fn defaults_walk(
                     format!("must result in valid metadata: {detail}"),
                 ));
             } else {
-                let mut p = String::new();
-                let result = validator.validate(id, &mut p, default);
-                errs.extend(to_field_errors(result.errors, Some(&default_path)));
+                errs.extend(validator.field_errors(id, default, Some(&default_path)));
             }
         } else {
             let mut pruned = default.clone();
-            let mut pruner = Pruner {
-                nodes,
-                path: String::new(),
-                out: Vec::new(),
-            };
+            let mut pruner = Pruner::new(nodes);
             pruner.prune(&mut pruned, Some(id), embedded);
             if pruned != *default {
                 errs.push(FieldError::invalid(
@@ -210,9 +204,7 @@ fn defaults_walk(
             } else if !meta_errs.is_empty() {
                 errs.extend(meta_errs);
             } else {
-                let mut p = String::new();
-                let result = validator.validate(id, &mut p, default);
-                errs.extend(to_field_errors(result.errors, Some(&default_path)));
+                errs.extend(validator.field_errors(id, default, Some(&default_path)));
             }
         }
     }

@@ -12,12 +12,21 @@ fn is_meta_field(k: &str) -> bool {
 
 /// `pruning.PruneWithOptions` with unknown-field tracking.
 pub(super) struct Pruner<'a> {
-    pub(super) nodes: &'a [NodeData],
-    pub(super) path: String,
+    nodes: &'a [NodeData],
+    path: String,
+    /// The paths of the pruned fields, in the order they were found.
     pub(super) out: Vec<String>,
 }
 
-impl Pruner<'_> {
+impl<'a> Pruner<'a> {
+    pub(super) fn new(nodes: &'a [NodeData]) -> Self {
+        Pruner {
+            nodes,
+            path: String::new(),
+            out: Vec::new(),
+        }
+    }
+
     fn append_key(&mut self, k: &str) {
         if !self.path.is_empty() {
             self.path.push('.');

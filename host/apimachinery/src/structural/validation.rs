@@ -21,7 +21,7 @@ pub(super) enum Mode {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Code {
+enum Code {
     InvalidType,
     Required,
     TooLong,
@@ -41,7 +41,7 @@ pub(super) enum Code {
 }
 
 /// One kube-openapi error: a `*errors.Validation` or a plain composite message.
-pub(super) enum OErr {
+enum OErr {
     Validation {
         code: Code,
         name: String,
@@ -65,8 +65,8 @@ impl OErr {
 /// `validate.Result`: errors and the match count `anyOf`/`oneOf` use to pick the branch
 /// whose errors are reported.
 #[derive(Default)]
-pub(super) struct VResult {
-    pub(super) errors: Vec<OErr>,
+struct VResult {
+    errors: Vec<OErr>,
     count: u32,
 }
 
@@ -146,6 +146,18 @@ pub(super) struct Validator<'a> {
 }
 
 impl Validator<'_> {
+    /// Validates `data` against node `id` and reports the errors as `field.Error`s (see
+    /// [`to_field_errors`] for `prefix`).
+    pub(super) fn field_errors(
+        &self,
+        id: usize,
+        data: &Value,
+        prefix: Option<&str>,
+    ) -> Vec<FieldError> {
+        let mut path = String::new();
+        to_field_errors(self.validate(id, &mut path, data).errors, prefix)
+    }
+
     fn types<'n>(&self, n: &'n NodeData) -> &'n [&'static str] {
         const INT_OR_STRING: &[&str] = &["integer", "string"];
         if self.mode == Mode::CustomResource && n.x_int_or_string {
@@ -174,7 +186,7 @@ impl Validator<'_> {
     }
 
     /// `SchemaValidator.Validate`.
-    pub(super) fn validate(&self, id: usize, path: &mut String, data: &Value) -> VResult {
+    fn validate(&self, id: usize, path: &mut String, data: &Value) -> VResult {
         let n = &self.nodes[id];
         let mut r = VResult::default();
         let kind = kind_of(data);
@@ -731,7 +743,7 @@ fn is_float64_a_json_integer(f: f64) -> bool {
 /// `kubeOpenAPIResultToFieldErrors`, after `Result`'s de-duplication by message. `prefix`
 /// is the field path the validator was rooted at (`None`: the object root, shown as
 /// `<nil>` when an error has no field of its own).
-pub(super) fn to_field_errors(errors: Vec<OErr>, prefix: Option<&str>) -> Vec<FieldError> {
+fn to_field_errors(errors: Vec<OErr>, prefix: Option<&str>) -> Vec<FieldError> {
     let mut seen: Vec<String> = Vec::with_capacity(errors.len());
     let mut out = Vec::with_capacity(errors.len());
     let root = prefix.unwrap_or("<nil>").to_owned();
