@@ -6,11 +6,13 @@
 //!
 //! ## Layout
 //! * [`config`]: the configuration types.
+//! * [`identity`]: the cluster's CAs and signing key, shared by replicas through the store.
 //! * [`pki`]: CA, serving and admin certificates, the admin kubeconfig.
 //! * [`plugin_cli`]: `wasmgate plugin new|build|run|test`, tools for plugin authors.
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod identity;
 pub mod pki;
 pub mod plugin_cli;
 
@@ -193,6 +195,32 @@ impl Gateway {
             config::StorageConfig::Memory => Arc::new(EmbeddedEngine::in_memory()?),
             config::StorageConfig::Tikv(t) => tikv_engine(t).await?,
         };
+        Gateway::start_on(config, engine).await
+    }
+
+    /// [`Gateway::start`] over an engine the caller opened instead of the one `config`
+    /// names: tests start two gateways, each with its own data directory, over one engine,
+    /// as two processes over one TiKV cluster run.
+    pub async fn start_on(config: &Config, engine: Arc<dyn Engine>) -> anyhow::Result<Gateway> {
+        create_private_dir(&config.data_dir)
+            .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
+        // One identity for every replica of the cluster (the first start creates it in the
+        // store), written into this data directory before the PKI below issues from it.
+        let key_file = config
+            .cluster_key_file
+            .clone()
+            .unwrap_or_else(|| config.data_dir.join(identity::DEFAULT_KEY_FILE));
+        let cluster_key = identity::ClusterKey::load(&key_file, config.cluster_key_file.is_none())?;
+        let (cluster, created) = identity::load_or_create(&engine, &cluster_key, || {
+            identity::from_data_dir(&config.data_dir)
+        })
+        .await?;
+        if created {
+            tracing::info!(
+                "the cluster identity (CA, front-proxy CA, service account key) is now in the store"
+            );
+        }
+        identity::install(&config.data_dir, &cluster)?;
         let replicas = config.replicas.max(1);
         let follow_every = match &config.storage {
             // Other replicas write to the same cluster: follow them.
@@ -276,7 +304,8 @@ impl Gateway {
             options.plugin_cache_dir = Some(config.data_dir.join(replica_file("plugin-cache", r)));
             options.tokens = tokens.clone();
             options.audit = audit.clone();
-            options.service_account_key_file = Some(config.data_dir.join("service-account.key"));
+            options.service_account_key_file =
+                Some(config.data_dir.join(identity::SERVICE_ACCOUNT_KEY_FILE));
             let pki = match &pki {
                 Some(p) => p,
                 None => {
