@@ -30,7 +30,8 @@ use wasmgate_storage_embedded::EmbeddedEngine;
 
 pub use config::Config;
 
-/// The data directory holds the store (Secret values) and the PKI: owner only (0700).
+/// The data directory holds the store (Secret values), the PKI and the cluster key: owner
+/// only (0700).
 /// A directory we create gets that mode; an existing one is tightened when it is already
 /// a gateway's (it holds `store.redb`, `pki/` or `admin.kubeconfig`), and left alone
 /// otherwise (it may be a directory the user shares), with a warning if others can read it.
@@ -46,7 +47,7 @@ fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
     if mode & 0o077 == 0 {
         return Ok(());
     }
-    let ours = ["store.redb", "pki", "admin.kubeconfig"]
+    let ours = ["store.redb", "pki", "admin.kubeconfig", "cluster.key"]
         .iter()
         .any(|f| dir.join(f).exists());
     if ours {

@@ -3,7 +3,9 @@
 //!
 //! On first start [`load_or_create`] generates everything under `DATA_DIR/pki/`:
 //!
-//! - `ca.crt` / `ca.key`: self-signed CA, 10 years. Never replaced automatically.
+//! - `ca.crt` / `ca.key`: self-signed CA, 10 years. Never replaced by this module. The gateway
+//!   makes it the cluster's CA first ([`crate::identity`]): every replica of a cluster has the
+//!   same, from the store ([`install_ca`] moves a different one aside).
 //! - `server.crt` / `server.key`: serving certificate (`serverAuth`). Re-issued when a requested
 //!   SAN is missing, when it expires within 30 days or when it no longer chains to the CA.
 //! - `admin.crt` / `admin.key`: client certificate `O=system:masters, CN=wasmgate-admin`
