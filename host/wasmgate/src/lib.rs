@@ -282,6 +282,9 @@ impl Gateway {
             }
             None => None,
         };
+        // The replicas' API servers start at once, as replicas on several machines started
+        // together do (what a server writes at start is create-or-verify).
+        let mut starting = Vec::new();
         for r in 0..replicas {
             let store = Store::open(engine.clone(), store_options.clone())
                 .await
@@ -325,10 +328,15 @@ impl Gateway {
                 client_key_pem: front.client_key_pem,
                 allowed_names: vec![pki::FRONT_PROXY_USER.to_owned()],
             });
-            let server = ApiServer::new(store, options).await?;
-            let tls = Arc::new(pki::server_tls_config(pki)?);
+            let server = tokio::spawn(ApiServer::new(store, options));
+            starting.push((r, listener, https_addr, advertise, server));
+        }
+        let pki = pki.context("no replica to serve")?;
+        for (r, listener, https_addr, advertise, server) in starting {
+            let server = server.await.context("starting an API server")??;
+            let tls = Arc::new(pki::server_tls_config(&pki)?);
             let kubeconfig = config.data_dir.join(replica_file("admin.kubeconfig", r));
-            pki::write_kubeconfig(&kubeconfig, &format!("https://{advertise}"), pki)?;
+            pki::write_kubeconfig(&kubeconfig, &format!("https://{advertise}"), &pki)?;
             let (tx, rx) = oneshot::channel::<()>();
             stop.push(tx);
             tasks.push(tokio::spawn(serve(
