@@ -250,7 +250,13 @@ pub fn from_data_dir(data_dir: &Path) -> anyhow::Result<Identity> {
         };
     let sa = data_dir.join(SERVICE_ACCOUNT_KEY_FILE);
     let service_account_key = match std::fs::read(&sa) {
-        Ok(der) => der,
+        // Checked before it becomes the cluster's: the store keeps what is written first.
+        Ok(der) => {
+            use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &der)
+                .map_err(|e| anyhow!("{} is not a P-256 PKCS#8 key: {e}", sa.display()))?;
+            der
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
             EcdsaKeyPair::generate_pkcs8(

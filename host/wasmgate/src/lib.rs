@@ -1,8 +1,8 @@
 //! # wasmgate
 //!
-//! Wiring: [`Gateway::start`] turns a [`Config`] into a running gateway (engine → store →
-//! API server → PKI → listeners), and `main.rs` turns files, environment and flags into a
-//! `Config`. Tests start gateways through the same function.
+//! Wiring: [`Gateway::start`] turns a [`Config`] into a running gateway (engine → cluster
+//! identity → store → PKI → API server → listeners), and `main.rs` turns files,
+//! environment and flags into a `Config`. Tests start gateways through the same function.
 //!
 //! ## Layout
 //! * [`config`]: the configuration types.
@@ -178,8 +178,9 @@ pub fn repair(config: &Config) -> anyhow::Result<Option<wasmgate_storage_embedde
 }
 
 impl Gateway {
-    /// Opens the store, builds the API server, ensures the PKI, binds the listeners,
-    /// writes the admin kubeconfig, and starts serving. When this returns, the gateway
+    /// Opens the store, loads the cluster identity from it (creating it on a store without
+    /// one), builds the API server, ensures the PKI, binds the listeners, writes the admin
+    /// kubeconfig, and starts serving. When this returns, the gateway
     /// answers requests.
     pub async fn start(config: &Config) -> anyhow::Result<Gateway> {
         create_private_dir(&config.data_dir)
