@@ -31,10 +31,10 @@ use wasmgate_storage_embedded::EmbeddedEngine;
 pub use config::Config;
 
 /// The data directory holds the store (Secret values), the PKI and the cluster key: owner
-/// only (0700).
-/// A directory we create gets that mode; an existing one is tightened when it is already
-/// a gateway's (it holds `store.redb`, `pki/` or `admin.kubeconfig`), and left alone
-/// otherwise (it may be a directory the user shares), with a warning if others can read it.
+/// only (0700). A directory we create gets that mode; an existing one is tightened when it
+/// is already a gateway's (it holds `store.redb`, `pki/`, `admin.kubeconfig` or
+/// `cluster.key`), and left alone otherwise (it may be a directory the user shares), with a
+/// warning if others can read it.
 fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
     if !dir.exists() {
@@ -180,8 +180,7 @@ pub fn repair(config: &Config) -> anyhow::Result<Option<wasmgate_storage_embedde
 impl Gateway {
     /// Opens the store, loads the cluster identity from it (creating it on a store without
     /// one), builds the API server, ensures the PKI, binds the listeners, writes the admin
-    /// kubeconfig, and starts serving. When this returns, the gateway
-    /// answers requests.
+    /// kubeconfig, and starts serving. When this returns, the gateway answers requests.
     pub async fn start(config: &Config) -> anyhow::Result<Gateway> {
         create_private_dir(&config.data_dir)
             .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
