@@ -220,6 +220,7 @@ fn the_data_directory_and_store_are_private() {
     assert_eq!(mode(&dir), 0o700);
     assert_eq!(mode(&dir.join("store.redb")), 0o600);
     assert_eq!(mode(&dir.join("admin.kubeconfig")), 0o600);
+    assert_eq!(mode(&dir.join("cluster.key")), 0o600);
     gw.stop().expect("stop");
     chmod(&dir, 0o755);
     chmod(&dir.join("store.redb"), 0o644);

@@ -2,7 +2,9 @@
 //! `replicas: 2` serves two API servers over one embedded engine, each with its own object
 //! cache and watch hub, as two gateways over one TiKV cluster do. kubectl against either
 //! sees the other's writes: reads at once (a cache behind the store is not used), watches
-//! through the change-log follower; conflicting updates through both get one 409.
+//! through the change-log follower; conflicting updates through both get one 409. The
+//! replicas start at the same moment on the fresh store, and share one cluster identity
+//! (issue 28): the admin kubeconfig of one works against the other.
 
 use std::time::Duration;
 
@@ -15,6 +17,17 @@ fn replicas_see_each_others_writes_and_conflicts() {
     let gw = gateway_builder!().config("replicas: 2\n").start();
     let second = gw.data_dir().join("admin-replica-2.kubeconfig");
     assert!(second.is_file(), "the second replica's kubeconfig");
+    // The first replica's admin kubeconfig against the second replica.
+    let text = std::fs::read_to_string(&second).unwrap();
+    let server = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server:"))
+        .unwrap()
+        .trim();
+    assert_ok(&run(gw.kubectl_command_with(
+        &gw.data_dir().join("admin.kubeconfig"),
+        &["--server", server, "get", "ns", "kube-system"],
+    )));
     let on_second = |args: &[&str]| {
         let mut all = vec!["--request-timeout=30s"];
         all.extend_from_slice(args);

@@ -604,6 +604,9 @@ pub(crate) async fn wait_for(inner: &Inner, revision: u64) {
     crate::controller::wait_for_index(&inner.aggregator, revision, |ix| ix.revision).await;
 }
 
+/// The ConfigMap in `kube-system` that says what extension API servers trust.
+const AUTHENTICATION_CONFIGMAP: &str = "extension-apiserver-authentication";
+
 /// `kube-system/extension-apiserver-authentication`: what extension API servers trust
 /// (kube-apiserver writes it at start).
 pub(crate) async fn publish_authentication(inner: &Arc<Inner>) -> Result<(), String> {
@@ -633,47 +636,29 @@ pub(crate) async fn publish_authentication(inner: &Arc<Inner>) -> Result<(), Str
     if data.is_empty() {
         return Ok(());
     }
-    let path = "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication";
     let cm = json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system"},
+        "metadata": {"name": AUTHENTICATION_CONFIGMAP, "namespace": "kube-system"},
         "data": data,
     });
-    let user = crate::internal::system_user();
-    let (code, current) = crate::internal::call(
+    // Replicas of one cluster publish the same data (they share its CAs); whichever
+    // writes first, the others find it as they would write it.
+    crate::internal::ensure(
         inner,
-        user.clone(),
-        http::Method::GET,
-        path,
-        "application/json",
-        None,
+        crate::internal::system_user(),
+        "/api/v1/namespaces/kube-system/configmaps",
+        AUTHENTICATION_CONFIGMAP,
+        &cm,
+        |mut current| {
+            if current.get("data") == cm.get("data") {
+                return None;
+            }
+            current["data"] = cm["data"].clone();
+            Some(current)
+        },
     )
-    .await?;
-    if code == 404 {
-        crate::internal::call_ok(
-            inner,
-            user,
-            http::Method::POST,
-            "/api/v1/namespaces/kube-system/configmaps",
-            "application/json",
-            Some(&cm),
-        )
-        .await?;
-    } else if current.get("data") != cm.get("data") {
-        let mut cm = cm;
-        cm["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
-        crate::internal::call_ok(
-            inner,
-            user,
-            http::Method::PUT,
-            path,
-            "application/json",
-            Some(&cm),
-        )
-        .await?;
-    }
-    Ok(())
+    .await
 }
 
 /// An `APIResourceList` resource as aggregated discovery (`APIResourceDiscovery`) has it.

@@ -109,8 +109,72 @@ pub(crate) async fn put(
     }
 }
 
+/// How often [`ensure`] reads again after another writer got in first (a `409`, or a
+/// `404` to an update), before it gives up.
+const RACE_TRIES: usize = 16;
+
+/// Create-or-verify, as a replica's start needs it (kube's post-start hooks): the object
+/// `name` in the collection at `collection` is created as `desired` when missing; when
+/// there, `update` says what to write over it (`None`: it is fine as it is). Several
+/// replicas starting at once over one store run this at the same time: the one whose
+/// create (`AlreadyExists`) or update (`Conflict`, or the object went away) loses the race
+/// reads the winner's object and decides again, so no replica fails to start because
+/// another wrote first.
+pub(crate) async fn ensure(
+    inner: &Arc<Inner>,
+    user: User,
+    collection: &str,
+    name: &str,
+    desired: &Value,
+    update: impl Fn(Value) -> Option<Value>,
+) -> Result<(), String> {
+    let path = format!("{collection}/{name}");
+    let mut lost = String::new();
+    for attempt in 0..RACE_TRIES {
+        if attempt > 0 {
+            // The other writer is a replica starting too: give it a moment.
+            let ms = u64::try_from(attempt).unwrap_or(u64::MAX).saturating_mul(5);
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
+        let (code, current) = call(
+            inner,
+            user.clone(),
+            Method::GET,
+            &path,
+            "application/json",
+            None,
+        )
+        .await?;
+        let (method, target, body) = match code {
+            404 => (Method::POST, collection, desired.clone()),
+            200..300 => match update(current) {
+                None => return Ok(()),
+                Some(put) => (Method::PUT, path.as_str(), put),
+            },
+            _ => return Err(failure(code, &current)),
+        };
+        let (code, answer) = call(
+            inner,
+            user.clone(),
+            method,
+            target,
+            "application/json",
+            Some(&body),
+        )
+        .await?;
+        match code {
+            200..300 => return Ok(()),
+            // Another writer created, changed or removed it since the read: read again.
+            409 | 404 => lost = failure(code, &answer),
+            _ => return Err(failure(code, &answer)),
+        }
+    }
+    Err(format!("{lost} (other writers won {RACE_TRIES} times)"))
+}
+
 /// Creates `obj` (named `name`) in the collection at `collection`, or replaces the spec
-/// and labels of the one there (an update that changes nothing writes nothing).
+/// and labels of the one there (an update that changes nothing writes nothing); a race
+/// with another writer is retried ([`ensure`]).
 pub(crate) async fn apply(
     inner: &Arc<Inner>,
     user: User,
@@ -118,40 +182,12 @@ pub(crate) async fn apply(
     name: &str,
     obj: &Value,
 ) -> Result<(), String> {
-    let path = format!("{collection}/{name}");
-    let (code, current) = call(
-        inner,
-        user.clone(),
-        Method::GET,
-        &path,
-        "application/json",
-        None,
-    )
-    .await?;
-    if code == 404 {
-        return call_ok(
-            inner,
-            user,
-            Method::POST,
-            collection,
-            "application/json",
-            Some(obj),
-        )
-        .await
-        .map(drop);
-    }
-    // Replaced whole: a merge patch would keep fields the new spec dropped.
-    let mut put = current;
-    put["spec"] = obj["spec"].clone();
-    put["metadata"]["labels"] = obj["metadata"]["labels"].clone();
-    call_ok(
-        inner,
-        user,
-        Method::PUT,
-        &path,
-        "application/json",
-        Some(&put),
-    )
+    ensure(inner, user, collection, name, obj, |current| {
+        // Replaced whole: a merge patch would keep fields the new spec dropped.
+        let mut put = current;
+        put["spec"] = obj["spec"].clone();
+        put["metadata"]["labels"] = obj["metadata"]["labels"].clone();
+        Some(put)
+    })
     .await
-    .map(drop)
 }

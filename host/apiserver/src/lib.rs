@@ -310,8 +310,11 @@ impl ApiServer {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ApiServerError {
-    /// Creating the bootstrap namespaces failed.
-    #[error("creating the bootstrap namespaces failed: {0}")]
+    /// What the server writes or reads at start failed: the service account key, the
+    /// bootstrap namespaces, the default RBAC, the authentication ConfigMap, the stored
+    /// CRDs and webhooks, the WasmPlugin CRD. Another replica writing the same objects at
+    /// the same moment is not a cause: those writes are create-or-verify.
+    #[error("starting the API server failed: {0}")]
     Bootstrap(String),
 }
 

@@ -4,6 +4,8 @@
 //! m/rev                          current revision (u64 BE)
 //! m/compacted                    compaction revision (u64 BE)
 //! m/lease/<name>                 a lease: expiry (u64 BE ms since the epoch) ++ holder
+//! m/cluster-identity             the cluster's CAs and signing key, private keys sealed
+//!                                (written and read by the `wasmgate` crate's `identity`)
 //! c/<object key>                 current version: mod revision (u64 BE) ++ payload
 //! k/<object key>\0<!rev u64 BE>  superseded versions and deletions, until compaction:
 //!                                tag (0 put, 1 tombstone) ++ payload (inverted revision:

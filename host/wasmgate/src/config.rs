@@ -54,6 +54,11 @@ pub struct Config {
     /// Encryption at rest: an `apiserver.config.k8s.io/v1` `EncryptionConfiguration`
     /// (kube-apiserver's `--encryption-provider-config`; `aesgcm` and `identity`).
     pub encryption_provider_config: Option<PathBuf>,
+    /// The cluster key: base64 of 32 random bytes, with which the private keys of the
+    /// cluster identity (its CA, front-proxy CA and ServiceAccount signing key, shared by
+    /// every replica through the store) are sealed there. Every replica of a cluster needs
+    /// the same. None: `DATA_DIR/cluster.key`, created on first start.
+    pub cluster_key_file: Option<PathBuf>,
     /// Protocol tuning.
     pub limits: Limits,
 }
@@ -77,6 +82,7 @@ impl Default for Config {
             audit_policy_file: None,
             trusted_proxies: Vec::new(),
             encryption_provider_config: None,
+            cluster_key_file: None,
             limits: Limits::default(),
         }
     }

@@ -1,16 +1,18 @@
 //! # wasmgate
 //!
-//! Wiring: [`Gateway::start`] turns a [`Config`] into a running gateway (engine → store →
-//! API server → PKI → listeners), and `main.rs` turns files, environment and flags into a
-//! `Config`. Tests start gateways through the same function.
+//! Wiring: [`Gateway::start`] turns a [`Config`] into a running gateway (engine → cluster
+//! identity → store → PKI → API server → listeners), and `main.rs` turns files,
+//! environment and flags into a `Config`. Tests start gateways through the same function.
 //!
 //! ## Layout
 //! * [`config`]: the configuration types.
+//! * [`identity`]: the cluster's CAs and signing key, shared by replicas through the store.
 //! * [`pki`]: CA, serving and admin certificates, the admin kubeconfig.
 //! * [`plugin_cli`]: `wasmgate plugin new|build|run|test`, tools for plugin authors.
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod identity;
 pub mod pki;
 pub mod plugin_cli;
 
@@ -28,10 +30,11 @@ use wasmgate_storage_embedded::EmbeddedEngine;
 
 pub use config::Config;
 
-/// The data directory holds the store (Secret values) and the PKI: owner only (0700).
-/// A directory we create gets that mode; an existing one is tightened when it is already
-/// a gateway's (it holds `store.redb`, `pki/` or `admin.kubeconfig`), and left alone
-/// otherwise (it may be a directory the user shares), with a warning if others can read it.
+/// The data directory holds the store (Secret values), the PKI and the cluster key: owner
+/// only (0700). A directory we create gets that mode; an existing one is tightened when it
+/// is already a gateway's (it holds `store.redb`, `pki/`, `admin.kubeconfig` or
+/// `cluster.key`), and left alone otherwise (it may be a directory the user shares), with a
+/// warning if others can read it.
 fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
     if !dir.exists() {
@@ -44,7 +47,7 @@ fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
     if mode & 0o077 == 0 {
         return Ok(());
     }
-    let ours = ["store.redb", "pki", "admin.kubeconfig"]
+    let ours = ["store.redb", "pki", "admin.kubeconfig", "cluster.key"]
         .iter()
         .any(|f| dir.join(f).exists());
     if ours {
@@ -175,9 +178,9 @@ pub fn repair(config: &Config) -> anyhow::Result<Option<wasmgate_storage_embedde
 }
 
 impl Gateway {
-    /// Opens the store, builds the API server, ensures the PKI, binds the listeners,
-    /// writes the admin kubeconfig, and starts serving. When this returns, the gateway
-    /// answers requests.
+    /// Opens the store, loads the cluster identity from it (creating it on a store without
+    /// one), builds the API server, ensures the PKI, binds the listeners, writes the admin
+    /// kubeconfig, and starts serving. When this returns, the gateway answers requests.
     pub async fn start(config: &Config) -> anyhow::Result<Gateway> {
         create_private_dir(&config.data_dir)
             .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
@@ -193,6 +196,32 @@ impl Gateway {
             config::StorageConfig::Memory => Arc::new(EmbeddedEngine::in_memory()?),
             config::StorageConfig::Tikv(t) => tikv_engine(t).await?,
         };
+        Gateway::start_on(config, engine).await
+    }
+
+    /// [`Gateway::start`] over an engine the caller opened instead of the one `config`
+    /// names: tests start two gateways, each with its own data directory, over one engine,
+    /// as two processes over one TiKV cluster run.
+    pub async fn start_on(config: &Config, engine: Arc<dyn Engine>) -> anyhow::Result<Gateway> {
+        create_private_dir(&config.data_dir)
+            .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
+        // One identity for every replica of the cluster (the first start creates it in the
+        // store), written into this data directory before the PKI below issues from it.
+        let key_file = config
+            .cluster_key_file
+            .clone()
+            .unwrap_or_else(|| config.data_dir.join(identity::DEFAULT_KEY_FILE));
+        let cluster_key = identity::ClusterKey::load(&key_file, config.cluster_key_file.is_none())?;
+        let (cluster, created) = identity::load_or_create(&engine, &cluster_key, || {
+            identity::from_data_dir(&config.data_dir)
+        })
+        .await?;
+        if created {
+            tracing::info!(
+                "the cluster identity (CA, front-proxy CA, service account key) is now in the store"
+            );
+        }
+        identity::install(&config.data_dir, &cluster)?;
         let replicas = config.replicas.max(1);
         let follow_every = match &config.storage {
             // Other replicas write to the same cluster: follow them.
@@ -253,6 +282,9 @@ impl Gateway {
             }
             None => None,
         };
+        // The replicas' API servers start at once, as replicas on several machines started
+        // together do (what a server writes at start is create-or-verify).
+        let mut starting = Vec::new();
         for r in 0..replicas {
             let store = Store::open(engine.clone(), store_options.clone())
                 .await
@@ -276,7 +308,8 @@ impl Gateway {
             options.plugin_cache_dir = Some(config.data_dir.join(replica_file("plugin-cache", r)));
             options.tokens = tokens.clone();
             options.audit = audit.clone();
-            options.service_account_key_file = Some(config.data_dir.join("service-account.key"));
+            options.service_account_key_file =
+                Some(config.data_dir.join(identity::SERVICE_ACCOUNT_KEY_FILE));
             let pki = match &pki {
                 Some(p) => p,
                 None => {
@@ -295,10 +328,15 @@ impl Gateway {
                 client_key_pem: front.client_key_pem,
                 allowed_names: vec![pki::FRONT_PROXY_USER.to_owned()],
             });
-            let server = ApiServer::new(store, options).await?;
-            let tls = Arc::new(pki::server_tls_config(pki)?);
+            let server = tokio::spawn(ApiServer::new(store, options));
+            starting.push((r, listener, https_addr, advertise, server));
+        }
+        let pki = pki.context("no replica to serve")?;
+        for (r, listener, https_addr, advertise, server) in starting {
+            let server = server.await.context("starting an API server")??;
+            let tls = Arc::new(pki::server_tls_config(&pki)?);
             let kubeconfig = config.data_dir.join(replica_file("admin.kubeconfig", r));
-            pki::write_kubeconfig(&kubeconfig, &format!("https://{advertise}"), pki)?;
+            pki::write_kubeconfig(&kubeconfig, &format!("https://{advertise}"), &pki)?;
             let (tx, rx) = oneshot::channel::<()>();
             stop.push(tx);
             tasks.push(tokio::spawn(serve(

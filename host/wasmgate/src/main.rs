@@ -112,6 +112,12 @@ struct ServeArgs {
     /// as kube-apiserver's flag of the same name (providers aesgcm and identity)
     #[arg(long, env = "WASMGATE_ENCRYPTION_PROVIDER_CONFIG", value_name = "FILE")]
     encryption_provider_config: Option<PathBuf>,
+    /// The cluster key (base64 of 32 random bytes): the private keys of the cluster's
+    /// identity (CA, front-proxy CA, ServiceAccount signing key), which the first replica
+    /// creates and every replica loads, are sealed with it in the store; every replica of
+    /// a cluster needs the same [default: DATA_DIR/cluster.key, created on first start]
+    #[arg(long, env = "WASMGATE_CLUSTER_KEY_FILE", value_name = "FILE")]
+    cluster_key_file: Option<PathBuf>,
     /// Log filter (tracing EnvFilter syntax) [default: info, or RUST_LOG]
     #[arg(long, env = "WASMGATE_LOG", value_name = "FILTER")]
     log: Option<String>,
@@ -193,6 +199,9 @@ fn effective_config(args: &ServeArgs) -> anyhow::Result<Config> {
     }
     if let Some(f) = &args.encryption_provider_config {
         c.encryption_provider_config = Some(f.clone());
+    }
+    if let Some(f) = &args.cluster_key_file {
+        c.cluster_key_file = Some(f.clone());
     }
     match &args.plugin_dir {
         Some(d) if d.as_os_str() == "none" => c.plugin_dir = None,

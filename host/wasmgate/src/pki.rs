@@ -3,7 +3,9 @@
 //!
 //! On first start [`load_or_create`] generates everything under `DATA_DIR/pki/`:
 //!
-//! - `ca.crt` / `ca.key`: self-signed CA, 10 years. Never replaced automatically.
+//! - `ca.crt` / `ca.key`: self-signed CA, 10 years. Never replaced by this module. The gateway
+//!   makes it the cluster's CA first ([`crate::identity`]): every replica of a cluster has the
+//!   same, from the store ([`install_ca`] moves a different one aside).
 //! - `server.crt` / `server.key`: serving certificate (`serverAuth`). Re-issued when a requested
 //!   SAN is missing, when it expires within 30 days or when it no longer chains to the CA.
 //! - `admin.crt` / `admin.key`: client certificate `O=system:masters, CN=wasmgate-admin`
@@ -361,6 +363,84 @@ fn load_or_create_ca(dir: &Path) -> anyhow::Result<(String, String)> {
             Ok((cert, key))
         }
     }
+}
+
+/// A CA (certificate PEM, PKCS#8 key PEM) as kept in `dir` (`ca.crt`, `ca.key`), checked
+/// (the key belongs to the certificate, which is a CA), or `None` when `dir` holds none.
+/// What an existing data directory brings to a cluster whose store has no identity yet.
+pub fn read_ca(dir: &Path) -> anyhow::Result<Option<(String, String)>> {
+    let cert_path = dir.join(CA_CERT_FILE);
+    let key_path = dir.join(CA_KEY_FILE);
+    match (read_optional(&cert_path)?, read_optional(&key_path)?) {
+        (Some(cert), Some(key)) => {
+            Ca::from_pem(&cert, &key)
+                .with_context(|| format!("loading {}", cert_path.display()))?;
+            Ok(Some((cert, key)))
+        }
+        (Some(_), None) => bail!(
+            "{} exists but {} is missing; restore the CA key, or remove {} to generate a new CA \
+             (this invalidates all issued client certificates)",
+            cert_path.display(),
+            key_path.display(),
+            cert_path.display(),
+        ),
+        (None, _) => Ok(None),
+    }
+}
+
+/// A new CA (certificate PEM, PKCS#8 key PEM), written nowhere.
+pub fn new_ca() -> anyhow::Result<(String, String)> {
+    create_ca()
+}
+
+/// Makes `dir/ca.crt` and `dir/ca.key` the given CA (the cluster's, from the store), so that
+/// [`load_or_create`] and [`front_proxy`] issue this data directory's leaves with it. A
+/// different CA found there is not lost: it is renamed to `ca.crt.replaced-<unix time>` (and
+/// its key likewise), with a warning, and the leaves it signed are re-issued.
+pub fn install_ca(dir: &Path, cert_pem: &str, key_pem: &str) -> anyhow::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))?;
+    let cert_path = dir.join(CA_CERT_FILE);
+    let key_path = dir.join(CA_KEY_FILE);
+    let old_cert = read_optional(&cert_path)?;
+    let old_key = read_optional(&key_path)?;
+    if old_cert.as_deref() == Some(cert_pem) && old_key.as_deref() == Some(key_pem) {
+        return Ok(());
+    }
+    if old_cert.is_some() {
+        let suffix = format!("replaced-{}", unix_now());
+        for path in [&cert_path, &key_path] {
+            if path.exists() {
+                let aside = path.with_extension(format!(
+                    "{}.{suffix}",
+                    path.extension()
+                        .and_then(|e| e.to_str())
+                        .unwrap_or_default()
+                ));
+                fs::rename(path, &aside)
+                    .with_context(|| format!("moving {} to {}", path.display(), aside.display()))?;
+            }
+        }
+        tracing::warn!(
+            dir = %dir.display(),
+            "this data directory's CA is not the cluster's (the one in the store): the old one is \
+             kept as ca.crt.{suffix}, and certificates it issued are no longer trusted"
+        );
+    }
+    // Key first: `ca.crt` marks a complete CA.
+    write_atomic(&key_path, key_pem.as_bytes(), KEY_MODE)
+        .with_context(|| format!("writing {}", key_path.display()))?;
+    write_atomic(&cert_path, cert_pem.as_bytes(), CERT_MODE)
+        .with_context(|| format!("writing {}", cert_path.display()))
+}
+
+/// Writes a private file (mode 0600) atomically: what [`crate::identity`] keeps in the data
+/// directory besides the CAs.
+pub(crate) fn write_private(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
+    write_atomic(path, contents, KEY_MODE)
 }
 
 /// Generates a self-signed CA: `CN=wasmgate-ca@<unix time>-<key id>`, path length 0.
