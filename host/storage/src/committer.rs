@@ -33,12 +33,12 @@ use crate::{
 
 use crate::store::CONFLICT_RETRY_BUDGET;
 
-/// The first wait after a conflict; it doubles with each conflict of the batch up to
-/// [`MAX_BACKOFF`], and each wait is drawn at random below it (full jitter), so that two
-/// replicas that conflicted do not retry in step.
+/// The wait after a batch's second conflict (the first retry does not wait); it doubles
+/// with each further conflict up to [`MAX_BACKOFF`], and each wait is drawn at random
+/// below it (full jitter), so that replicas that conflicted do not retry in step.
 const FIRST_BACKOFF: Duration = Duration::from_millis(2);
 /// The longest wait between two tries of a batch.
-const MAX_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_millis(50);
 /// Log entries compacted per transaction.
 const COMPACT_CHUNK: usize = 1024;
 
@@ -115,8 +115,19 @@ async fn commit_batch(
                     fail(batch, e);
                     return;
                 };
-                tokio::time::sleep(jitter(backoff).min(left)).await;
-                backoff = (backoff * 2).min(MAX_BACKOFF);
+                // The first retry does not wait: the conflict says another writer has
+                // just committed, so a transaction begun now is no longer behind it. Its
+                // writes are read back first, outside the transaction, which then takes
+                // as long as the other writer's next one: a fair race, where reading them
+                // inside would make this store lose every race while the other writes
+                // back to back. Later retries wait (two writers racing again and again).
+                if conflicts > 1 {
+                    tokio::time::sleep(jitter(backoff).min(left)).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+                if let Err(e) = crate::follow::catch_up_latest(shared).await {
+                    tracing::debug!(error = %e, "catching up before a retry failed");
+                }
                 // Writes queued meanwhile join the next try: one commit won carries them
                 // all, rather than each waiting for a batch of its own.
                 while batch.len() < max_batch {

@@ -1501,6 +1501,7 @@ pub mod cases {
         }
         let results: Vec<_> = writers.join_all().await.into_iter().flatten().collect();
         let total = 2 * WRITERS * EACH;
+        let conflicts = a.stats().conflicts + b.stats().conflicts;
         let failed: Vec<String> = results
             .iter()
             .filter_map(|r| r.as_ref().err().map(|e| format!("{e:?}")))
@@ -1511,6 +1512,7 @@ pub mod cases {
             failed.len(),
             failed.first()
         );
+        assert!(conflicts > 0, "the stores' commits met in the engine");
         let mut revs: Vec<Revision> = results.into_iter().map(|r| r.unwrap().revision).collect();
         revs.sort_unstable();
         assert_eq!(
