@@ -189,15 +189,20 @@ fn replicas_writing_at_once_fail_no_request() {
         );
         assert!(r.ok > 0, "replica {}: {r}", i + 1);
     }
-    // How hard the replicas contended (this replica's committer's retried conflicts).
-    let metrics = gw.get("/metrics");
-    let metrics = format!("{} {}", metrics.status, metrics.body);
-    let conflicts = metrics
+    // How hard the replicas contended (this replica's committer's retried conflicts), and
+    // that none of its writes failed in the store.
+    let metrics = gw.get("/metrics").body;
+    let storage: Vec<&str> = metrics
         .lines()
-        .find(|l| l.starts_with("wasmgate_storage_commit_conflicts_total"))
-        .unwrap_or(&metrics[..metrics.len().min(300)]);
+        .filter(|l| l.starts_with("wasmgate_storage_"))
+        .collect();
     eprintln!(
-        "creates: {} + {}; {conflicts}",
+        "creates: {} + {}; {storage:?}",
         reports[0].ok, reports[1].ok
     );
+    let failed = storage
+        .iter()
+        .filter(|l| l.starts_with("wasmgate_storage_failed_writes_total"))
+        .filter(|l| !l.ends_with(" 0"));
+    assert_eq!(failed.count(), 0, "{storage:?}");
 }
