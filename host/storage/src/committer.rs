@@ -36,9 +36,13 @@ use crate::store::CONFLICT_RETRY_BUDGET;
 /// The wait after a batch's second conflict (the first retry does not wait); it doubles
 /// with each further conflict up to [`MAX_BACKOFF`], and each wait is drawn at random
 /// below it (full jitter), so that replicas that conflicted do not retry in step.
-const FIRST_BACKOFF: Duration = Duration::from_millis(2);
-/// The longest wait between two tries of a batch.
-const MAX_BACKOFF: Duration = Duration::from_millis(50);
+const FIRST_BACKOFF: Duration = Duration::from_millis(1);
+/// The longest wait between two tries of a batch. Short: a conflict means another writer
+/// committed (the engine made progress), so waiting only cuts this replica's chances
+/// while the other writes on. Measured with `--replicas 2` and 8 creating clients on each
+/// (debug build, 2 cores): capped at 50 ms one replica got 585 creates/s and the other
+/// 1077, with a slowest create of 620 ms; capped at 10 ms, 725 and 780, slowest 275 ms.
+const MAX_BACKOFF: Duration = Duration::from_millis(10);
 /// Log entries compacted per transaction.
 const COMPACT_CHUNK: usize = 1024;
 
