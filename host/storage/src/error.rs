@@ -31,18 +31,6 @@ impl EngineError {
         EngineError::Other(e.into())
     }
 
-    /// What kind of failure this is, for logs and metric labels: `conflict`,
-    /// `undetermined`, `unavailable` (TiKV region errors, timeouts, connection failures)
-    /// or `other`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            EngineError::Conflict => "conflict",
-            EngineError::Undetermined(_) => "undetermined",
-            EngineError::Unavailable(_) => "unavailable",
-            EngineError::Other(_) => "other",
-        }
-    }
-
     /// `n` copies of this error for the `n` writers of one failed batch: the same variant,
     /// each with the one source (shared), so every writer's log line keeps the cause.
     fn copies(self, n: usize) -> Vec<EngineError> {
@@ -280,7 +268,7 @@ impl StorageError {
                         conflicts: *conflicts,
                         waited: *waited,
                     },
-                    // Handled above.
+                    // Not reached: these two carry a source and are copied above.
                     E::Undetermined(_) | E::Engine(_) => E::Closed,
                 };
                 (0..n).map(|_| one(&other)).collect()
