@@ -4,7 +4,8 @@
 //! sees the other's writes: reads at once (a cache behind the store is not used), watches
 //! through the change-log follower; conflicting updates through both get one 409. The
 //! replicas start at the same moment on the fresh store, and share one cluster identity
-//! (issue 28): the admin kubeconfig of one works against the other.
+//! (issue 28): the admin kubeconfig of one works against the other. Writers on both at
+//! once all succeed (issue 28).
 
 use std::time::Duration;
 
@@ -146,4 +147,83 @@ fn a_plugin_bound_through_one_replica_admits_on_the_other() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Two clients writing at once, one through each replica (the benchmark's own clients, as
+/// `wasmgate-bench --kubeconfig admin.kubeconfig --kubeconfig admin-replica-2.kubeconfig
+/// --scenario create` runs them): not one request fails (issue 28, item 1: about 3 % got
+/// `500 storage engine failure` when the replicas' commits conflicted on the revision
+/// counter and a batch lost 16 times in a row). First 8 creates in flight on each (the
+/// issue's target), then 32. On one machine the old committer failed rarely: none in
+/// these 6 s runs, 16 of ~11 800 creates (500) in a 10 s `wasmgate-bench` run with 32
+/// each; the store suite's `store_replicas_writing_at_once_all_succeed`, with commits as
+/// slow as TiKV's, is the case that failed it: in each of three runs of the suite, 4 to 8
+/// of 640 writes in one or more of its engine variants.
+#[test]
+fn replicas_writing_at_once_fail_no_request() {
+    use clap::Parser as _;
+    use wasmgate_bench::bench::Bench;
+    use wasmgate_bench::cli::Args;
+
+    let gw = gateway_builder!().config("replicas: 2\n").start();
+    let second = gw.data_dir().join("admin-replica-2.kubeconfig");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for concurrency in ["8", "32"] {
+        let args = Args::try_parse_from([
+            "wasmgate-bench".as_ref(),
+            "--kubeconfig".as_ref(),
+            gw.kubeconfig().as_os_str(),
+            "--kubeconfig".as_ref(),
+            second.as_os_str(),
+            "--scenario".as_ref(),
+            "create".as_ref(),
+            "--concurrency".as_ref(),
+            concurrency.as_ref(),
+            "--warmup".as_ref(),
+            "1s".as_ref(),
+            "--duration".as_ref(),
+            "5s".as_ref(),
+            "--object-size".as_ref(),
+            "1KiB".as_ref(),
+            "--namespace".as_ref(),
+            "both-replicas".as_ref(),
+        ] as [&std::ffi::OsStr; 17])
+        .unwrap();
+        assert_eq!(args.check_replicas(), Ok(()));
+        let reports = runtime.block_on(async {
+            let mut benches = Vec::new();
+            for each in args.per_replica() {
+                benches.push(Bench::new(each).await.unwrap());
+            }
+            let (a, b) = tokio::join!(benches[0].create(), benches[1].create());
+            [a.unwrap(), b.unwrap()]
+        });
+        for (i, r) in reports.iter().enumerate() {
+            assert!(
+                r.failed == 0,
+                "{concurrency} clients each, replica {}: {r}; first failure: {:?}\n{}",
+                i + 1,
+                r.errors.first,
+                gw.stderr_tail(40)
+            );
+            assert!(r.ok > 0, "replica {}: {r}", i + 1);
+        }
+        eprintln!(
+            "{concurrency} clients each: {} + {} creates",
+            reports[0].ok, reports[1].ok
+        );
+    }
+    // How hard the replicas contended (this replica's committer's retried conflicts), and
+    // that none of its writes failed in the store.
+    let metrics = gw.get("/metrics").body;
+    let storage: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("wasmgate_storage_"))
+        .collect();
+    eprintln!("{storage:?}");
+    let failed = storage
+        .iter()
+        .filter(|l| l.starts_with("wasmgate_storage_failed_writes_total"))
+        .filter(|l| !l.ends_with(" 0"));
+    assert_eq!(failed.count(), 0, "{storage:?}");
 }

@@ -73,19 +73,44 @@ pub fn storage_error(e: StorageError, target: Target<'_>) -> ApiError {
                     Status::failure(503, "ServiceUnavailable", "the storage engine is unavailable")
                         .with_retry_after(1),
                 ),
-                cause: Some(error_chain(&e)),
+                cause: Some(storage_cause(&e)),
             }
         }
+        // Other replicas' writes won every try for the store's whole retry budget: the
+        // write did not happen and may be sent again, as kube-apiserver's 429s
+        // (`TooManyRequests`, with `retryAfterSeconds`) say; 409 stays for preconditions
+        // (issue 28).
+        StorageError::Contended { .. } => ApiError {
+            status: Box::new(
+                Status::failure(
+                    429,
+                    "TooManyRequests",
+                    "Too many requests: the store is busy with concurrent writes; please try again later",
+                )
+                .with_retry_after(1),
+            ),
+            cause: Some(storage_cause(&e)),
+        },
         StorageError::Undetermined(_) => ApiError {
             status: Box::new(Status::failure(
                 500,
                 "InternalError",
                 "Internal error occurred: the outcome of the write is unknown; read the object before retrying",
             )),
-            cause: Some(error_chain(&e)),
+            cause: Some(storage_cause(&e)),
         },
-        other => ApiError::internal(error_chain(&other)),
+        other => ApiError::internal(storage_cause(&other)),
     }
+}
+
+/// A storage failure for the log line: its kind (`contended`, `unavailable`,
+/// `undetermined`, ...: [`wasmgate_storage::FailureCause`]) and its whole chain of
+/// sources, down to the engine library's own error (issue 28).
+fn storage_cause(e: &StorageError) -> String {
+    let kind = e
+        .failure_cause()
+        .map_or("other", wasmgate_storage::FailureCause::as_str);
+    format!("[storage: {kind}] {}", error_chain(e))
 }
 
 /// An error and its sources, for logs.

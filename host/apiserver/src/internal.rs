@@ -110,7 +110,7 @@ pub(crate) async fn put(
 }
 
 /// How often [`ensure`] reads again after another writer got in first (a `409`, or a
-/// `404` to an update), before it gives up.
+/// `404` to an update) or the store was contended (`429`), before it gives up.
 const RACE_TRIES: usize = 16;
 
 /// Create-or-verify, as a replica's start needs it (kube's post-start hooks): the object
@@ -164,8 +164,9 @@ pub(crate) async fn ensure(
         .await?;
         match code {
             200..300 => return Ok(()),
-            // Another writer created, changed or removed it since the read: read again.
-            409 | 404 => lost = failure(code, &answer),
+            // Another writer created, changed or removed it since the read, or the store
+            // was contended past its retry budget (`429`): read again.
+            409 | 404 | 429 => lost = failure(code, &answer),
             _ => return Err(failure(code, &answer)),
         }
     }

@@ -70,7 +70,7 @@ impl Bench {
                 Ok((b, manifest))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let creds = kubeconfig::load(&args.kubeconfig)?;
+        let creds = kubeconfig::load(args.kubeconfig())?;
         let ep = Arc::new(Endpoint::new(&creds, args.http2, args.timeout).await?);
         let watch_ep = match &args.watch_kubeconfig {
             Some(path) => {

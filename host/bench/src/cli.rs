@@ -52,9 +52,14 @@ use serde::Serialize;
 #[derive(Debug, Clone, Parser)]
 #[command(name = "wasmgate-bench", version, verbatim_doc_comment)]
 pub struct Args {
-    /// Kubeconfig to read the server URL, CA and client certificate from
-    #[arg(long, default_value = "./wasmgate-data/admin.kubeconfig")]
-    pub kubeconfig: PathBuf,
+    /// Kubeconfig to read the server URL, CA and client certificate from. Repeat it to
+    /// drive several replicas at once (e.g. `admin.kubeconfig` and
+    /// `admin-replica-2.kubeconfig` of `wasmgate serve --replicas 2`): the scenario runs
+    /// against each at the same time, each with --concurrency clients, and the report
+    /// gives each replica's figures and their aggregate (load scenarios only: create, get,
+    /// update, apply, list; no plugins, webhook or policy)
+    #[arg(long, default_value = "./wasmgate-data/admin.kubeconfig", action = clap::ArgAction::Append)]
+    pub kubeconfig: Vec<PathBuf>,
 
     /// Kubeconfig of the server the watchers of `watch` connect to (another replica, e.g.
     /// `admin-replica-2.kubeconfig` of `wasmgate serve --replicas 2`): writes go through
@@ -336,6 +341,64 @@ impl Scenario {
 }
 
 /// Parses `10s`, `500ms`, `2m`, `1.5s`, `250us` or a bare number of seconds.
+impl Args {
+    /// The kubeconfig of the server (the first one given).
+    pub fn kubeconfig(&self) -> &std::path::Path {
+        self.kubeconfig
+            .first()
+            .map_or(std::path::Path::new(""), PathBuf::as_path)
+    }
+
+    /// Whether several replicas are driven at once (`--kubeconfig` repeated).
+    pub fn several_replicas(&self) -> bool {
+        self.kubeconfig.len() > 1
+    }
+
+    /// One set of flags per replica, each with its own kubeconfig and the rest the same.
+    pub fn per_replica(&self) -> Vec<Args> {
+        self.kubeconfig
+            .iter()
+            .map(|k| Args {
+                kubeconfig: vec![k.clone()],
+                ..self.clone()
+            })
+            .collect()
+    }
+
+    /// Flags that do not go with several `--kubeconfig`s: the scenarios that are not load
+    /// scenarios (their checks assume one writer), and what binds cluster-wide objects
+    /// (plugins, the webhook, the policy) that each replica's setup would install again.
+    pub fn check_replicas(&self) -> Result<(), String> {
+        if !self.several_replicas() {
+            return Ok(());
+        }
+        let load = [
+            Scenario::Create,
+            Scenario::Get,
+            Scenario::Update,
+            Scenario::Apply,
+            Scenario::List,
+        ];
+        if !load.contains(&self.scenario) {
+            return Err(format!(
+                "several --kubeconfig run a load scenario (create, get, update, apply, list) on each replica at once, not --scenario {}",
+                self.scenario.name()
+            ));
+        }
+        let bound = [
+            ("--plugins", self.plugins.is_some()),
+            ("--plugin-pair", self.plugin_pair),
+            ("--webhook", self.webhook),
+            ("--policy", self.policy),
+            ("--watch-kubeconfig", self.watch_kubeconfig.is_some()),
+        ];
+        match bound.iter().find(|(_, set)| *set) {
+            Some((flag, _)) => Err(format!("{flag} does not go with several --kubeconfig")),
+            None => Ok(()),
+        }
+    }
+}
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s
@@ -432,5 +495,57 @@ mod tests {
         let a = Args::try_parse_from(["b", "--scenario", "list", "--list-protobuf"]).unwrap();
         assert!(a.list_protobuf);
         assert!(Args::try_parse_from(["b", "--list-protobuf", "--list-table"]).is_err());
+    }
+
+    /// Issue 28: `--kubeconfig` may be repeated to drive several replicas at once; one is
+    /// the default; what does not go with several is refused.
+    #[test]
+    fn several_kubeconfigs() {
+        let a = Args::try_parse_from(["b"]).unwrap();
+        assert_eq!(
+            a.kubeconfig,
+            [PathBuf::from("./wasmgate-data/admin.kubeconfig")]
+        );
+        assert!(!a.several_replicas() && a.check_replicas().is_ok());
+        let a = Args::try_parse_from(["b", "--kubeconfig", "one"]).unwrap();
+        assert_eq!(
+            a.kubeconfig,
+            [PathBuf::from("one")],
+            "given, not added to the default"
+        );
+        assert_eq!(a.kubeconfig(), std::path::Path::new("one"));
+        let a = Args::try_parse_from([
+            "b",
+            "--kubeconfig",
+            "one",
+            "--kubeconfig",
+            "two",
+            "--scenario",
+            "create",
+            "--concurrency",
+            "8",
+        ])
+        .unwrap();
+        assert!(a.several_replicas());
+        assert_eq!(a.check_replicas(), Ok(()));
+        let each = a.per_replica();
+        assert_eq!(each.len(), 2);
+        assert_eq!(each[1].kubeconfig, [PathBuf::from("two")]);
+        assert!(
+            each.iter()
+                .all(|e| e.concurrency == 8 && !e.several_replicas())
+        );
+        for refused in [
+            &["--scenario", "watch"][..],
+            &["--scenario", "all"],
+            &["--scenario", "connections"],
+            &["--scenario", "create", "--plugin-pair"],
+            &["--scenario", "create", "--watch-kubeconfig", "w"],
+        ] {
+            let mut argv = vec!["b", "--kubeconfig", "one", "--kubeconfig", "two"];
+            argv.extend_from_slice(refused);
+            let a = Args::try_parse_from(argv).unwrap();
+            assert!(a.check_replicas().is_err(), "{refused:?}");
+        }
     }
 }

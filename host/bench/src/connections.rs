@@ -118,7 +118,7 @@ impl Bench {
             }
         }
         let open_s = started.elapsed().as_secs_f64();
-        let creds = kubeconfig::load(&self.args.kubeconfig)?;
+        let creds = kubeconfig::load(self.args.kubeconfig())?;
         let anonymous = Endpoint::new(&creds.anonymous(), false, self.args.timeout).await?;
         let mut idle = Vec::new();
         for _ in 0..self.args.idle_connections {

@@ -47,6 +47,33 @@ pub struct LoadReport {
     /// Bytes of each list response body (list only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub list_bytes: Option<u64>,
+    /// The latencies `latency` sums up, to aggregate several replicas' reports.
+    #[serde(skip)]
+    pub histogram: Latency,
+}
+
+impl LoadReport {
+    /// The figures of several replicas run at once, as one: requests, bytes and clients
+    /// add up; latency percentiles are those of every replica's requests together; the
+    /// CPU use is the first report's (every report measures the same processes over the
+    /// same window).
+    pub fn aggregate(reports: &[LoadReport]) -> anyhow::Result<LoadReport> {
+        let Some((first, rest)) = reports.split_first() else {
+            anyhow::bail!("no report to aggregate");
+        };
+        let mut all = first.clone();
+        for r in rest {
+            all.ops_per_s = round3(all.ops_per_s + r.ops_per_s);
+            all.ok += r.ok;
+            all.failed += r.failed;
+            all.histogram.merge(&r.histogram)?;
+            all.errors.merge(&r.errors);
+            all.response_mib_per_s = round3(all.response_mib_per_s + r.response_mib_per_s);
+            all.concurrency += r.concurrency;
+        }
+        all.latency = all.histogram.summary();
+        Ok(all)
+    }
 }
 
 impl std::fmt::Display for LoadReport {
@@ -356,6 +383,7 @@ impl Bench {
             ok,
             failed: errors.total,
             latency: lat.summary(),
+            histogram: lat,
             errors,
             response_mib_per_s: round3(bytes as f64 / secs / (1024.0 * 1024.0)),
             concurrency: self.args.concurrency,

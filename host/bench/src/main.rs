@@ -6,12 +6,13 @@ use std::process::ExitCode;
 use clap::{CommandFactory as _, Parser as _};
 use wasmgate_bench::bench::Bench;
 use wasmgate_bench::cli::{Args, Scenario};
-use wasmgate_bench::report::{Params, ScenarioReport, Summary};
+use wasmgate_bench::load::LoadReport;
+use wasmgate_bench::report::{Params, ReplicaSummary, ScenarioReport, Summary};
 
 fn main() -> ExitCode {
     let args = Args::parse();
     // Plugin flags that do not go together are invalid flags too (exit 2).
-    if let Err(e) = wasmgate_bench::plugins::bindings(&args) {
+    if let Err(e) = wasmgate_bench::plugins::bindings(&args).and_then(|_| args.check_replicas()) {
         Args::command()
             .error(clap::error::ErrorKind::ArgumentConflict, e)
             .exit();
@@ -39,6 +40,9 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.several_replicas() {
+        return run_replicas(args).await;
+    }
     let bench = Bench::new(args.clone()).await?;
     let params = Params::new(&args, bench.ep.authority().to_owned());
     eprintln!(
@@ -111,6 +115,110 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Err(e) = bench.clean_up().await {
         eprintln!("wasmgate-bench: cleaning up: {e:#}");
+    }
+    println!("{}", summary.to_line()?);
+    Ok(match (fatal, unclean) {
+        (true, _) => ExitCode::from(1),
+        (false, true) => ExitCode::from(3),
+        (false, false) => ExitCode::SUCCESS,
+    })
+}
+
+/// Several replicas at once (`--kubeconfig` repeated; load scenarios only, see
+/// `Args::check_replicas`): each scenario runs against every replica at the same time,
+/// each with --concurrency clients and its own run id; one line per replica, then their
+/// aggregate; the JSON line holds the aggregate under `scenarios` and each replica's
+/// results under `replicas` (issue 28).
+async fn run_replicas(args: Args) -> anyhow::Result<ExitCode> {
+    let mut benches = Vec::new();
+    for each in args.per_replica() {
+        benches.push(std::sync::Arc::new(Bench::new(each).await?));
+    }
+    let servers: Vec<String> = benches
+        .iter()
+        .map(|b| b.ep.authority().to_owned())
+        .collect();
+    let params = Params::new(&args, servers.join(","));
+    eprintln!(
+        "wasmgate-bench: runs {} against {} replicas {} ({}, {} clients each, {} B objects, {:?} + {:?} warm-up per scenario)",
+        benches
+            .iter()
+            .map(|b| b.run_id.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+        benches.len(),
+        params.server,
+        params.protocol,
+        args.concurrency,
+        args.object_size,
+        args.duration,
+        args.warmup
+    );
+    let run_ids: Vec<&str> = benches.iter().map(|b| b.run_id.as_str()).collect();
+    let mut summary = Summary::new(run_ids.join(","), params);
+    summary.replicas = benches
+        .iter()
+        .zip(&servers)
+        .map(|(b, s)| ReplicaSummary::new(s.clone(), b.run_id.clone()))
+        .collect();
+    let (mut fatal, mut unclean) = (false, false);
+    for scenario in args.scenario.expand() {
+        eprintln!(
+            "wasmgate-bench: {} on {} replicas ...",
+            scenario.name(),
+            benches.len()
+        );
+        let mut runs = tokio::task::JoinSet::new();
+        for (i, b) in benches.iter().enumerate() {
+            let b = b.clone();
+            runs.spawn(async move {
+                let r = match scenario {
+                    Scenario::Create => b.create().await,
+                    Scenario::Get => b.get().await,
+                    Scenario::Update => b.update().await,
+                    Scenario::Apply => b.apply().await,
+                    Scenario::List => b.list().await,
+                    other => Err(anyhow::anyhow!("{} is not a load scenario", other.name())),
+                };
+                (i, r)
+            });
+        }
+        let mut results: Vec<_> = runs.join_all().await;
+        results.sort_by_key(|(i, _)| *i);
+        let mut reports = Vec::new();
+        for (i, r) in results {
+            match r {
+                Ok(r) => {
+                    println!("replica {} ({}): {r}", i + 1, servers[i]);
+                    if let Some(first) = &r.errors.first {
+                        println!("        first failure: {first}");
+                        unclean = true;
+                    }
+                    summary.replicas[i].add(&ScenarioReport::Load(r.clone()))?;
+                    reports.push(r);
+                }
+                Err(e) => {
+                    println!(
+                        "replica {} ({}): {:<7} FAILED: {e:#}",
+                        i + 1,
+                        servers[i],
+                        scenario.name()
+                    );
+                    summary.add_failure(scenario.name(), &e);
+                    fatal = true;
+                }
+            }
+        }
+        if reports.len() == benches.len() {
+            let all = ScenarioReport::Load(LoadReport::aggregate(&reports)?);
+            println!("all {} replicas: {all}", benches.len());
+            summary.add(&all)?;
+        }
+    }
+    for b in &benches {
+        if let Err(e) = b.clean_up().await {
+            eprintln!("wasmgate-bench: cleaning up: {e:#}");
+        }
     }
     println!("{}", summary.to_line()?);
     Ok(match (fatal, unclean) {

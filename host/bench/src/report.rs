@@ -137,6 +137,39 @@ pub struct Summary {
     /// Scenarios that failed to run, with the reason.
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     pub failed_scenarios: serde_json::Map<String, serde_json::Value>,
+    /// With several `--kubeconfig`s: each replica's own results (then `scenarios` holds
+    /// their aggregate, and `params.server` every server, comma-separated).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<ReplicaSummary>,
+}
+
+/// One replica's results in a run that drove several at once.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplicaSummary {
+    /// The replica's `host:port`.
+    pub server: String,
+    /// The run id in the names of the objects created through it.
+    pub run_id: String,
+    /// Results by scenario name.
+    pub scenarios: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ReplicaSummary {
+    /// An empty one for `server`.
+    pub fn new(server: String, run_id: String) -> Self {
+        ReplicaSummary {
+            server,
+            run_id,
+            scenarios: serde_json::Map::new(),
+        }
+    }
+
+    /// Adds a scenario's result.
+    pub fn add(&mut self, r: &ScenarioReport) -> anyhow::Result<()> {
+        self.scenarios
+            .insert(r.name().to_owned(), serde_json::to_value(r)?);
+        Ok(())
+    }
 }
 
 impl Summary {
@@ -148,6 +181,7 @@ impl Summary {
             params,
             scenarios: serde_json::Map::new(),
             failed_scenarios: serde_json::Map::new(),
+            replicas: Vec::new(),
         }
     }
 

@@ -8,10 +8,14 @@
 //! group commit, which puts many writes in one transaction.
 //!
 //! ## Transactions
-//! redb has one writer at a time. A [`Transaction`] takes the engine's writer lock when it
-//! begins, reads the latest committed state plus its own buffered writes, and applies the
-//! buffer when it commits, on a blocking thread. Holding the lock from begin to commit makes
-//! every transaction serializable without conflicts.
+//! Optimistic, as TiKV's: a [`Transaction`] reads the state committed when it began (a redb
+//! read snapshot) plus its own buffered writes, and applies the buffer when it commits, on
+//! a blocking thread. A commit fails with [`EngineError::Conflict`], writing nothing, when
+//! another transaction committed a write to one of the keys it writes after it began: the
+//! write-write conflict TiKV detects at prewrite (snapshot isolation). So several stores
+//! sharing one engine (`--replicas N`, the suites' replicas) meet the conflicts they meet
+//! over TiKV (issue 28). redb has one writer at a time: the engine's writer lock is held
+//! during a commit only, so a transaction that has not committed yet blocks nobody.
 //!
 //! ## Durability
 //! A commit appends the transaction's writes to a write-ahead log next to the database
@@ -174,9 +178,78 @@ impl std::error::Error for DamagedLog {}
 #[derive(Clone)]
 pub struct EmbeddedEngine {
     inner: Arc<Inner>,
-    /// redb allows one write transaction at a time; this lock is held from `begin` to
-    /// commit (or drop), which is what makes our transactions serializable.
+    /// redb allows one write transaction at a time; this lock is held by a commit (and a
+    /// checkpoint it made due), from the conflict check to the end of redb's commit.
     writer: Arc<Mutex<()>>,
+    /// Which keys recent commits wrote, for the conflict check of the transactions open
+    /// meanwhile.
+    conflicts: Arc<std::sync::Mutex<Conflicts>>,
+}
+
+/// The commits a still-open transaction may conflict with. A transaction begins at the
+/// number of commits made so far (`seq`); it conflicts with a commit numbered after that
+/// which wrote a key it writes. Commits older than every open transaction are forgotten,
+/// so this holds at most the commits made while the oldest open transaction is open.
+#[derive(Default)]
+struct Conflicts {
+    /// Commits made so far.
+    seq: u64,
+    /// The start of each open transaction, and how many began there.
+    open: std::collections::BTreeMap<u64, usize>,
+    /// (commit number, the keys it wrote), oldest first; `None`: not known (a commit
+    /// thread panicked), which conflicts with every transaction open then.
+    recent: std::collections::VecDeque<(u64, Option<std::collections::HashSet<Vec<u8>>>)>,
+}
+
+impl Conflicts {
+    /// Forgets the commits no open transaction can conflict with.
+    fn prune(&mut self) {
+        match self.open.keys().next().copied() {
+            None => self.recent.clear(),
+            Some(oldest) => {
+                while self.recent.front().is_some_and(|(seq, _)| *seq <= oldest) {
+                    self.recent.pop_front();
+                }
+            }
+        }
+    }
+
+    /// Whether a commit after `start` wrote one of `writes`.
+    fn conflicts(&self, start: u64, writes: &Writes) -> bool {
+        self.recent
+            .iter()
+            .filter(|(seq, _)| *seq > start)
+            .any(|(_, keys)| {
+                keys.as_ref()
+                    .is_none_or(|keys| writes.keys().any(|k| keys.contains(k)))
+            })
+    }
+}
+
+/// An open transaction's place in [`Conflicts`]; dropping it (commit or rollback) closes
+/// the transaction there.
+struct Open {
+    conflicts: Arc<std::sync::Mutex<Conflicts>>,
+    start: u64,
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        let mut c = lock_conflicts(&self.conflicts);
+        if let Some(n) = c.open.get_mut(&self.start) {
+            *n -= 1;
+            if *n == 0 {
+                c.open.remove(&self.start);
+            }
+        }
+        c.prune();
+    }
+}
+
+/// The conflict table, also after a panic elsewhere (it holds no invariant a panic breaks
+/// halfway: every change is one field).
+fn lock_conflicts(c: &std::sync::Mutex<Conflicts>) -> std::sync::MutexGuard<'_, Conflicts> {
+    c.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 struct Inner {
@@ -388,6 +461,7 @@ impl EmbeddedEngine {
                 broken: AtomicBool::new(false),
             }),
             writer: Arc::new(Mutex::new(())),
+            conflicts: Default::default(),
         };
         Ok((engine, repaired))
     }
@@ -477,8 +551,11 @@ impl Snapshot for RedbSnapshot {
 
 struct RedbTransaction {
     inner: Arc<Inner>,
-    _writer: OwnedMutexGuard<()>,
-    /// The committed state as of `begin` (stable: we hold the writer lock).
+    /// The engine's writer lock, taken by the commit.
+    writer: Arc<Mutex<()>>,
+    /// Where this transaction began among the commits, for the conflict check.
+    open: Open,
+    /// The committed state as of `begin` (a redb read snapshot).
     base: ReadOnlyTable<&'static [u8], &'static [u8]>,
     /// Buffered writes; `None` deletes.
     writes: Writes,
@@ -504,7 +581,8 @@ impl Transaction for RedbTransaction {
     async fn commit(self: Box<Self>) -> Result<(), EngineError> {
         let RedbTransaction {
             inner,
-            _writer,
+            writer,
+            open,
             base,
             writes,
         } = *self;
@@ -512,13 +590,42 @@ impl Transaction for RedbTransaction {
         if writes.is_empty() {
             return Ok(());
         }
-        let due = if wasmgate_storage::engine::may_block() {
-            inner.commit(&writes)?
+        let _writer: OwnedMutexGuard<()> = writer.lock_owned().await;
+        // Checked with the writer lock held: no other commit lands between the check and
+        // this one's.
+        if lock_conflicts(&open.conflicts).conflicts(open.start, &writes) {
+            return Err(EngineError::Conflict);
+        }
+        let (committed, writes) = if wasmgate_storage::engine::may_block() {
+            (inner.commit(&writes), Some(writes))
         } else {
             let committer = inner.clone();
-            let joined = tokio::task::spawn_blocking(move || committer.commit(&writes)).await;
-            joined.map_err(|e| EngineError::Undetermined(Box::new(e)))??
+            let joined = tokio::task::spawn_blocking(move || {
+                let r = committer.commit(&writes);
+                (r, writes)
+            })
+            .await;
+            match joined {
+                Ok((r, writes)) => (r, Some(writes)),
+                Err(e) => (Err(EngineError::Undetermined(Box::new(e))), None),
+            }
         };
+        if matches!(committed, Ok(_) | Err(EngineError::Undetermined(_))) {
+            // Landed, or may have: the transactions open now, which began before it,
+            // conflict with it. Its keys are kept only when there are any (a lone writer,
+            // the common case of one store, copies nothing).
+            let mut c = lock_conflicts(&open.conflicts);
+            c.seq += 1;
+            let others = c.open.values().sum::<usize>() > 1;
+            let seq = c.seq;
+            match writes {
+                Some(w) if others => c.recent.push_back((seq, Some(w.into_keys().collect()))),
+                Some(_) => {}
+                None => c.recent.push_back((seq, None)),
+            }
+        }
+        drop(open);
+        let due = committed?;
         // The writer lock is released only after redb has finished the commit, or after
         // the checkpoint it made due: the next transaction waits for that, not this one,
         // whose writes are durable already.
@@ -678,11 +785,24 @@ impl Engine for EmbeddedEngine {
     }
 
     async fn begin(&self) -> Result<Box<dyn Transaction>, EngineError> {
-        let guard = self.writer.clone().lock_owned().await;
+        // The start and the snapshot are taken together: a commit counted after `start`
+        // finished in redb before it was counted, so the snapshot may already hold it (a
+        // needless conflict, never a missed one).
+        let (start, base) = {
+            let mut c = lock_conflicts(&self.conflicts);
+            let base = self.read_table()?;
+            let start = c.seq;
+            *c.open.entry(start).or_default() += 1;
+            (start, base)
+        };
         Ok(Box::new(RedbTransaction {
             inner: self.inner.clone(),
-            _writer: guard,
-            base: self.read_table()?,
+            writer: self.writer.clone(),
+            open: Open {
+                conflicts: self.conflicts.clone(),
+                start,
+            },
+            base,
             writes: Writes::new(),
         }))
     }
@@ -810,8 +930,8 @@ mod tests {
         let e = open_with(&a, Duration::ZERO);
         commit(&e, "k1", Some("v1")).await;
         commit(&e, "k2", Some("v2")).await;
-        // The next transaction begins once the checkpoint has run.
-        drop(e.begin().await.unwrap());
+        // The next commit waits for the checkpoint to have run.
+        drop(e.writer.lock().await);
         assert_eq!(e.inner.wal.as_ref().unwrap().lock().unwrap().len(), 0);
         copy(&a, &b, "store.redb");
         let copied = open(&b);

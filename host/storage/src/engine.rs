@@ -24,9 +24,12 @@ pub trait Engine: Send + Sync + 'static {
     /// duration of one request.
     async fn snapshot(&self) -> Result<Box<dyn Snapshot>, EngineError>;
 
-    /// Starts a read-write transaction. Reads inside it see the latest committed state
-    /// plus the transaction's own writes; the commit is atomic and serializable with
-    /// respect to every other transaction on the engine.
+    /// Starts a read-write transaction, optimistic as TiKV's: reads inside it see the
+    /// state committed when it began plus its own writes (snapshot isolation); the commit
+    /// is atomic, and fails with [`EngineError::Conflict`], writing nothing, when another
+    /// transaction committed a write to one of the keys it writes after it began. A
+    /// transaction that must not act on a stale read writes the key it read (the store's
+    /// commits all write the revision counter, so they serialise).
     async fn begin(&self) -> Result<Box<dyn Transaction>, EngineError>;
 
     /// Whether a commit does its I/O on the calling thread when that thread may block

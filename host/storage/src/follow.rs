@@ -39,6 +39,23 @@ pub(crate) async fn catch_up(shared: &Shared, upto: Revision) -> Result<()> {
     Ok(())
 }
 
+/// Reads the engine's revision and compaction horizon and publishes the log entries up to
+/// that revision the hub has not seen.
+pub(crate) async fn catch_up_latest(shared: &Shared) -> Result<()> {
+    let snap = shared.engine.snapshot().await?;
+    let rev = read_u64(snap.as_ref(), keys::META_REV).await?;
+    // Another replica may have compacted: refuse what it discarded.
+    let compacted = read_u64(snap.as_ref(), keys::META_COMPACTED).await?;
+    shared
+        .compacted
+        .fetch_max(compacted, std::sync::atomic::Ordering::AcqRel);
+    drop(snap);
+    if rev > shared.hub.last() {
+        catch_up(shared, rev).await?;
+    }
+    Ok(())
+}
+
 /// Every `every`, reads the engine's revision and catches up to it, until the store is
 /// closed (or gone).
 pub(crate) async fn run(shared: Weak<Shared>, every: Duration) {
@@ -53,21 +70,7 @@ pub(crate) async fn run(shared: Weak<Shared>, every: Duration) {
         if shared.hub.is_closed() {
             return;
         }
-        let result = async {
-            let snap = shared.engine.snapshot().await?;
-            let rev = read_u64(snap.as_ref(), keys::META_REV).await?;
-            // Another replica may have compacted: refuse what it discarded.
-            let compacted = read_u64(snap.as_ref(), keys::META_COMPACTED).await?;
-            shared
-                .compacted
-                .fetch_max(compacted, std::sync::atomic::Ordering::AcqRel);
-            drop(snap);
-            if rev > shared.hub.last() {
-                catch_up(&shared, rev).await?;
-            }
-            Ok::<_, crate::StorageError>(())
-        }
-        .await;
+        let result = catch_up_latest(&shared).await;
         // Said once per outage, not on every tick.
         match result {
             Ok(()) if failing => {

@@ -53,10 +53,10 @@ pub mod transform;
 pub mod watch;
 
 pub use engine::{Engine, Snapshot, Transaction};
-pub use error::{BoxError, EngineError, StorageError};
+pub use error::{BoxError, EngineError, FailureCause, StorageError};
 pub use store::{
-    Committed, DEFAULT_MAX_VALUE_BYTES, ListPage, Precondition, ReadAt, Store, StoreOptions,
-    StoreStats, Value, Versioned, Write, WriteOp,
+    CONFLICT_RETRY_BUDGET, Committed, DEFAULT_MAX_VALUE_BYTES, ListPage, Precondition, ReadAt,
+    Store, StoreOptions, StoreStats, Value, Versioned, Write, WriteOp,
 };
 pub use transform::ValueTransformer;
 pub use watch::{Event, EventKind, Watcher};

@@ -276,11 +276,7 @@ impl RequestStats {
 
 /// Whether `e` is the engine failing rather than an answer about the keys.
 pub(crate) fn is_failure(e: &crate::StorageError) -> bool {
-    use crate::StorageError as E;
-    matches!(
-        e,
-        E::Undetermined(_) | E::Engine(_) | E::Corrupt { .. } | E::Closed
-    )
+    e.failure_cause().is_some()
 }
 
 #[cfg(test)]

@@ -50,6 +50,13 @@ pub struct StoreOptions {
     pub max_value_bytes: usize,
 }
 
+/// How long the committer retries a batch that conflicts in the engine with other writers
+/// (other replicas committing at the same moment) before its writes fail with
+/// [`StorageError::Contended`] (issue 28). Long enough that two busy replicas take turns
+/// (a conflict costs one retry of a few milliseconds), short enough that a client's
+/// request times out later than this (kubectl's and client-go's defaults are longer).
+pub const CONFLICT_RETRY_BUDGET: Duration = Duration::from_secs(5);
+
 /// Values from this size on are compressed on a blocking thread, not an async worker.
 const PREPARE_OFF_WORKERS_BYTES: usize = 64 * 1024;
 
@@ -225,6 +232,12 @@ pub struct StoreStats {
     pub commits: u64,
     /// Writes committed.
     pub writes: u64,
+    /// Engine conflicts the committer met (and retried): other writers of the engine
+    /// (replicas) committing at the same moment.
+    pub conflicts: u64,
+    /// Writes that failed in the store rather than on their keys, by cause, in the order of
+    /// [`FailureCause::ALL`](crate::FailureCause::ALL).
+    pub failed_writes: [u64; crate::FailureCause::ALL.len()],
 }
 
 /// State shared by the store handle, the committer and watchers.
@@ -242,6 +255,10 @@ pub(crate) struct Shared {
     pub(crate) compacted: AtomicU64,
     pub(crate) commits: AtomicU64,
     pub(crate) writes: AtomicU64,
+    /// See [`StoreStats::conflicts`].
+    pub(crate) conflicts: AtomicU64,
+    /// See [`StoreStats::failed_writes`].
+    pub(crate) failed_writes: [AtomicU64; crate::FailureCause::ALL.len()],
     /// Latencies of `get`, `list` and `write` by operation and object type.
     pub(crate) requests: RequestStats,
 }
@@ -334,6 +351,8 @@ impl Store {
             compacted: AtomicU64::new(compacted),
             commits: AtomicU64::new(0),
             writes: AtomicU64::new(0),
+            conflicts: AtomicU64::new(0),
+            failed_writes: Default::default(),
             requests: RequestStats::default(),
         });
         let (tx, rx) = mpsc::channel(options.queue_depth.max(1));
@@ -412,6 +431,10 @@ impl Store {
         StoreStats {
             commits: self.shared.commits.load(Ordering::Relaxed),
             writes: self.shared.writes.load(Ordering::Relaxed),
+            conflicts: self.shared.conflicts.load(Ordering::Relaxed),
+            failed_writes: std::array::from_fn(|i| {
+                self.shared.failed_writes[i].load(Ordering::Relaxed)
+            }),
         }
     }
 
@@ -646,6 +669,9 @@ impl Store {
         };
         let stats = self.shared.requests.of(&write.key);
         let r = self.write_timed(write).await;
+        if let Some(cause) = r.as_ref().err().and_then(StorageError::failure_cause) {
+            self.shared.failed_writes[cause.index()].fetch_add(1, Ordering::Relaxed);
+        }
         if let Some(t) = stats {
             let failed = r.as_ref().is_err_and(crate::stats::is_failure);
             t.observe(op, started.elapsed(), failed);

@@ -25,7 +25,7 @@ use bytes::Bytes;
 use crate::engine::KeyValue;
 use crate::{
     Engine, EngineError, EventKind, Precondition, ReadAt, Revision, Snapshot, StorageError, Store,
-    StoreOptions, Value, Write, WriteOp, keys,
+    StoreOptions, Transaction, Value, Write, WriteOp, keys,
 };
 
 /// Opens engines for the suites.
@@ -127,6 +127,7 @@ macro_rules! engine_suite {
             engine_drop_rolls_back,
             engine_commit_is_atomic_and_holds_large_values,
             engine_concurrent_transactions_serialize,
+            engine_concurrent_writes_to_one_key_conflict,
             engine_commits_survive_reopen,
         );
     };
@@ -152,6 +153,7 @@ macro_rules! store_suite {
             store_cache_answers_as_the_engine_does,
             store_cache_behind_the_engine_is_not_used,
             store_replicas_share_one_engine,
+            store_replicas_writing_at_once_all_succeed,
             store_lease_has_one_holder_at_a_time,
             store_group_commit_batches_concurrent_writes,
             store_reopen_keeps_data_and_revision,
@@ -399,6 +401,51 @@ pub mod cases {
             n, 100,
             "read-modify-write transactions must not lose updates"
         );
+    }
+
+    /// Optimistic transactions, as TiKV's: of two open at once that write one key, the
+    /// second to commit fails with [`EngineError::Conflict`] and writes nothing; writes to
+    /// other keys do not conflict (issue 28, "Testing without TiKV": the engines that run
+    /// in CI report the conflicts replicas meet over TiKV).
+    pub async fn engine_concurrent_writes_to_one_key_conflict(f: &dyn EngineFactory) {
+        let place = Place::new();
+        let e = f.open(place.path()).await;
+        commit_puts(e.as_ref(), &[(b"hot", b"0")]).await;
+        let both = async {
+            let mut t1 = e.begin().await.unwrap();
+            let mut t2 = e.begin().await.unwrap();
+            assert_eq!(t1.get(b"hot").await.unwrap().as_deref(), Some(&b"0"[..]));
+            assert_eq!(t2.get(b"hot").await.unwrap().as_deref(), Some(&b"0"[..]));
+            t1.put(b"hot".to_vec(), Bytes::from_static(b"1"));
+            t1.put(b"only-1".to_vec(), Bytes::from_static(b"1"));
+            t2.put(b"hot".to_vec(), Bytes::from_static(b"2"));
+            t2.put(b"only-2".to_vec(), Bytes::from_static(b"2"));
+            (t1, t2)
+        };
+        let (t1, t2) = tokio::time::timeout(Duration::from_secs(10), both)
+            .await
+            .expect("a transaction begins while another is open");
+        t1.commit().await.unwrap();
+        let second = t2.commit().await;
+        assert!(
+            matches!(second, Err(EngineError::Conflict)),
+            "the second writer of one key conflicts: {second:?}"
+        );
+        assert_eq!(get(e.as_ref(), b"hot").await.as_deref(), Some(&b"1"[..]));
+        assert_eq!(get(e.as_ref(), b"only-1").await.as_deref(), Some(&b"1"[..]));
+        assert_eq!(get(e.as_ref(), b"only-2").await, None, "nothing of it");
+        // Disjoint writes commit, in either order; so does a transaction that began after
+        // the commit it would have conflicted with.
+        let mut t3 = e.begin().await.unwrap();
+        let mut t4 = e.begin().await.unwrap();
+        t3.put(b"a".to_vec(), Bytes::from_static(b"3"));
+        t4.put(b"b".to_vec(), Bytes::from_static(b"4"));
+        t4.commit().await.unwrap();
+        t3.commit().await.unwrap();
+        let mut t5 = e.begin().await.unwrap();
+        t5.put(b"hot".to_vec(), Bytes::from_static(b"5"));
+        t5.commit().await.unwrap();
+        assert_eq!(get(e.as_ref(), b"hot").await.as_deref(), Some(&b"5"[..]));
     }
 
     pub async fn engine_commits_survive_reopen(f: &dyn EngineFactory) {
@@ -1413,6 +1460,128 @@ pub mod cases {
         assert_eq!((la.revision, la.items.len()), (102, 101));
         assert_eq!((lb.revision, &lb.items), (102, &la.items));
         assert_eq!(b.cached_objects(), Some(101));
+    }
+
+    /// Writers on two stores over one engine at once, as two replicas under load: every
+    /// commit of both writes the revision counter, so their batches conflict in the engine
+    /// (as over TiKV), and the stores must retry until each write lands, not fail it
+    /// (issue 28, item 1: "valid writes must not fail because another replica is
+    /// writing"). Revisions stay unique and gapless, and each store's watch sees every
+    /// write in revision order.
+    pub async fn store_replicas_writing_at_once_all_succeed(f: &dyn EngineFactory) {
+        const WRITERS: usize = 8;
+        const EACH: usize = 40;
+        let opts = StoreOptions {
+            follow_every: Some(Duration::from_millis(10)),
+            ..StoreOptions::default()
+        };
+        // Commits that take as long as TiKV's two network round trips keep each store's
+        // transaction open long enough for the other's to land meanwhile.
+        let place = Place::new();
+        let engine: Arc<dyn Engine> = Arc::new(SlowCommits {
+            inner: f.open(place.path()).await,
+            delay: Duration::from_millis(3),
+        });
+        let a = Store::open(engine.clone(), opts.clone()).await.unwrap();
+        let b = Store::open(engine, opts).await.unwrap();
+        let mut watches = [a.watch("g/", 0).unwrap(), b.watch("g/", 0).unwrap()];
+        let mut writers = tokio::task::JoinSet::new();
+        for (name, s) in [("a", &a), ("b", &b)] {
+            for w in 0..WRITERS {
+                let s = s.clone();
+                writers.spawn(async move {
+                    let mut out = Vec::new();
+                    for i in 0..EACH {
+                        let key = format!("g/r/n/{name}-{w}-{i}");
+                        out.push(s.write(put(&key, "v", Precondition::Absent)).await);
+                    }
+                    out
+                });
+            }
+        }
+        let results: Vec<_> = writers.join_all().await.into_iter().flatten().collect();
+        let total = 2 * WRITERS * EACH;
+        let conflicts = a.stats().conflicts + b.stats().conflicts;
+        let failed: Vec<String> = results
+            .iter()
+            .filter_map(|r| r.as_ref().err().map(|e| format!("{e:?}")))
+            .collect();
+        assert!(
+            failed.is_empty(),
+            "{} of {total} writes failed, the first: {:?}",
+            failed.len(),
+            failed.first()
+        );
+        assert!(conflicts > 0, "the stores' commits met in the engine");
+        let mut revs: Vec<Revision> = results.into_iter().map(|r| r.unwrap().revision).collect();
+        revs.sort_unstable();
+        assert_eq!(
+            revs,
+            (1..=total as Revision).collect::<Vec<_>>(),
+            "unique, no gap"
+        );
+        for w in &mut watches {
+            let mut seen = Vec::new();
+            while seen.len() < total {
+                let ev = tokio::time::timeout(Duration::from_secs(10), w.next())
+                    .await
+                    .expect("every write arrives")
+                    .unwrap();
+                seen.push(ev.revision);
+            }
+            assert_eq!(
+                seen,
+                (1..=total as Revision).collect::<Vec<_>>(),
+                "in order"
+            );
+        }
+    }
+
+    /// An engine whose commits take `delay` longer, as over a network.
+    struct SlowCommits {
+        inner: Arc<dyn Engine>,
+        delay: Duration,
+    }
+
+    #[async_trait::async_trait]
+    impl Engine for SlowCommits {
+        fn name(&self) -> &'static str {
+            self.inner.name()
+        }
+        async fn snapshot(&self) -> Result<Box<dyn Snapshot>, EngineError> {
+            self.inner.snapshot().await
+        }
+        async fn begin(&self) -> Result<Box<dyn Transaction>, EngineError> {
+            Ok(Box::new(SlowCommit {
+                inner: self.inner.begin().await?,
+                delay: self.delay,
+            }))
+        }
+        fn blocking_commits(&self) -> bool {
+            self.inner.blocking_commits()
+        }
+    }
+
+    struct SlowCommit {
+        inner: Box<dyn Transaction>,
+        delay: Duration,
+    }
+
+    #[async_trait::async_trait]
+    impl Transaction for SlowCommit {
+        async fn get(&mut self, key: &[u8]) -> Result<Option<Bytes>, EngineError> {
+            self.inner.get(key).await
+        }
+        fn put(&mut self, key: Vec<u8>, value: Bytes) {
+            self.inner.put(key, value);
+        }
+        fn delete(&mut self, key: Vec<u8>) {
+            self.inner.delete(key);
+        }
+        async fn commit(self: Box<Self>) -> Result<(), EngineError> {
+            tokio::time::sleep(self.delay).await;
+            self.inner.commit().await
+        }
     }
 
     /// Of the stores sharing an engine, one at a time holds a lease; it renews it, and

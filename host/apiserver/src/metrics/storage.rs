@@ -31,6 +31,8 @@ struct Snapshot {
     requests: Vec<RequestStat>,
     /// (kube's resource string, objects; -1 when they could not be counted).
     objects: Vec<(String, i64)>,
+    /// The store's commit counters (conflicts, failed writes by cause).
+    store: wasmgate_storage::StoreStats,
 }
 
 /// What the last [`StorageCollector::refresh`] read, written out by the next encoding.
@@ -78,7 +80,11 @@ impl StorageCollector {
         *self
             .snapshot
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Snapshot { requests, objects };
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Snapshot {
+            requests,
+            objects,
+            store: store.stats(),
+        };
     }
 }
 
@@ -133,6 +139,26 @@ impl Collector for StorageCollector {
         // Made on the first error, as kube's.
         for r in snap.requests.iter().filter(|r| r.latency.errors > 0) {
             ConstCounter::new(r.latency.errors).encode(e.encode_family(&labels(r))?)?;
+        }
+        // Issue 28: what replicas writing at once cost, and why writes failed.
+        let e = encoder.encode_descriptor(
+            "wasmgate_storage_commit_conflicts",
+            "Engine conflicts the store's committer met and retried: other writers of the engine (replicas over one TiKV) committing at the same moment.",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(snap.store.conflicts).encode(e)?;
+        let mut e = encoder.encode_descriptor(
+            "wasmgate_storage_failed_writes",
+            "Writes that failed in the store rather than on their keys, by cause: contended (conflicts with other writers for the whole retry budget; answered 429), conflict, undetermined, unavailable (TiKV region errors, timeouts), engine, corrupt, closed.",
+            None,
+            MetricType::Counter,
+        )?;
+        for (cause, n) in wasmgate_storage::FailureCause::ALL
+            .iter()
+            .zip(snap.store.failed_writes)
+        {
+            ConstCounter::new(n).encode(e.encode_family(&[("cause", cause.as_str())])?)?;
         }
         let mut e = encoder.encode_descriptor(
             "apiserver_storage_objects",
