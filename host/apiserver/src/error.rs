@@ -114,13 +114,4 @@ fn storage_cause(e: &StorageError) -> String {
 }
 
 /// An error and its sources, for logs.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
+pub use wasmgate_storage::error_chain;

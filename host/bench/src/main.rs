@@ -116,12 +116,7 @@ async fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Err(e) = bench.clean_up().await {
         eprintln!("wasmgate-bench: cleaning up: {e:#}");
     }
-    println!("{}", summary.to_line()?);
-    Ok(match (fatal, unclean) {
-        (true, _) => ExitCode::from(1),
-        (false, true) => ExitCode::from(3),
-        (false, false) => ExitCode::SUCCESS,
-    })
+    finish(&summary, fatal, unclean)
 }
 
 /// Several replicas at once (`--kubeconfig` repeated; load scenarios only, see
@@ -220,6 +215,12 @@ async fn run_replicas(args: Args) -> anyhow::Result<ExitCode> {
             eprintln!("wasmgate-bench: cleaning up: {e:#}");
         }
     }
+    finish(&summary, fatal, unclean)
+}
+
+/// Prints the JSON line; exits 1 when a scenario could not run, 3 when requests failed or
+/// a watcher or connection check came out wrong.
+fn finish(summary: &Summary, fatal: bool, unclean: bool) -> anyhow::Result<ExitCode> {
     println!("{}", summary.to_line()?);
     Ok(match (fatal, unclean) {
         (true, _) => ExitCode::from(1),

@@ -154,7 +154,7 @@ async fn commit_batch(
 fn fail(batch: &mut Vec<Pending>, e: StorageError) {
     tracing::warn!(
         cause = e.failure_cause().map_or("other", crate::FailureCause::as_str),
-        error = %crate::error::chain(&e),
+        error = %crate::error::error_chain(&e),
         writes = batch.len(),
         "write batch failed"
     );

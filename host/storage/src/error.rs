@@ -278,7 +278,7 @@ impl StorageError {
 }
 
 /// `e` and its sources, `: `-separated, for log lines.
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {
@@ -317,7 +317,7 @@ mod tests {
             );
             assert_eq!(e.failure_cause(), Some(FailureCause::Unavailable));
             assert_eq!(
-                chain(e),
+                error_chain(e),
                 "storage engine failure: storage engine unavailable: region error: not leader"
             );
         }
@@ -342,7 +342,7 @@ mod tests {
         for e in undetermined.copies(2) {
             assert_eq!(e.failure_cause(), Some(FailureCause::Undetermined));
             assert!(
-                chain(&e).ends_with("commit outcome is unknown: timeout"),
+                error_chain(&e).ends_with("commit outcome is unknown: timeout"),
                 "{e}"
             );
         }

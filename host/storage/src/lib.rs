@@ -53,7 +53,7 @@ pub mod transform;
 pub mod watch;
 
 pub use engine::{Engine, Snapshot, Transaction};
-pub use error::{BoxError, EngineError, FailureCause, StorageError};
+pub use error::{BoxError, EngineError, FailureCause, StorageError, error_chain};
 pub use store::{
     CONFLICT_RETRY_BUDGET, Committed, DEFAULT_MAX_VALUE_BYTES, ListPage, Precondition, ReadAt,
     Store, StoreOptions, StoreStats, Value, Versioned, Write, WriteOp,

@@ -340,43 +340,38 @@ impl Ca {
 /// Returns the CA (certificate PEM, key PEM), generating and writing a new one when `ca.crt` is
 /// missing. `ca.crt` is written last, so its presence marks a completely written CA.
 fn load_or_create_ca(dir: &Path) -> anyhow::Result<(String, String)> {
-    let cert_path = dir.join(CA_CERT_FILE);
-    let key_path = dir.join(CA_KEY_FILE);
-    match (read_optional(&cert_path)?, read_optional(&key_path)?) {
-        (Some(cert), Some(key)) => {
-            restrict_key_mode(&key_path)?;
-            Ok((cert, key))
-        }
-        (Some(_), None) => bail!(
-            "{} exists but {} is missing; restore the CA key, or remove {} to generate a new CA \
-             (this invalidates all issued client certificates)",
-            cert_path.display(),
-            key_path.display(),
-            cert_path.display(),
-        ),
-        (None, _) => {
-            let (cert, key) = create_ca()?;
-            write_atomic(&key_path, key.as_bytes(), KEY_MODE)
-                .with_context(|| format!("writing {}", key_path.display()))?;
-            write_atomic(&cert_path, cert.as_bytes(), CERT_MODE)
-                .with_context(|| format!("writing {}", cert_path.display()))?;
-            Ok((cert, key))
-        }
+    if let Some(ca) = read_ca_files(dir)? {
+        restrict_key_mode(&dir.join(CA_KEY_FILE))?;
+        return Ok(ca);
     }
+    let (cert, key) = create_ca()?;
+    let (cert_path, key_path) = (dir.join(CA_CERT_FILE), dir.join(CA_KEY_FILE));
+    write_atomic(&key_path, key.as_bytes(), KEY_MODE)
+        .with_context(|| format!("writing {}", key_path.display()))?;
+    write_atomic(&cert_path, cert.as_bytes(), CERT_MODE)
+        .with_context(|| format!("writing {}", cert_path.display()))?;
+    Ok((cert, key))
 }
 
 /// A CA (certificate PEM, PKCS#8 key PEM) as kept in `dir` (`ca.crt`, `ca.key`), checked
 /// (the key belongs to the certificate, which is a CA), or `None` when `dir` holds none.
 /// What an existing data directory brings to a cluster whose store has no identity yet.
 pub fn read_ca(dir: &Path) -> anyhow::Result<Option<(String, String)>> {
+    let Some((cert, key)) = read_ca_files(dir)? else {
+        return Ok(None);
+    };
+    Ca::from_pem(&cert, &key)
+        .with_context(|| format!("loading {}", dir.join(CA_CERT_FILE).display()))?;
+    Ok(Some((cert, key)))
+}
+
+/// `dir/ca.crt` and `dir/ca.key` as they are, or `None` without `ca.crt`; a certificate
+/// without its key is an error that says what to do.
+fn read_ca_files(dir: &Path) -> anyhow::Result<Option<(String, String)>> {
     let cert_path = dir.join(CA_CERT_FILE);
     let key_path = dir.join(CA_KEY_FILE);
     match (read_optional(&cert_path)?, read_optional(&key_path)?) {
-        (Some(cert), Some(key)) => {
-            Ca::from_pem(&cert, &key)
-                .with_context(|| format!("loading {}", cert_path.display()))?;
-            Ok(Some((cert, key)))
-        }
+        (Some(cert), Some(key)) => Ok(Some((cert, key))),
         (Some(_), None) => bail!(
             "{} exists but {} is missing; restore the CA key, or remove {} to generate a new CA \
              (this invalidates all issued client certificates)",
