@@ -26,18 +26,12 @@
 
 mod aggregator;
 pub mod audit;
-pub mod authn_token;
-pub mod authn_x509;
-mod body;
 mod builtin;
 mod controller;
 mod crd;
 mod crd_controller;
 pub mod custom;
 mod discovery;
-pub mod encryption;
-mod error;
-mod error_body_io;
 mod events;
 mod gc;
 mod handler;
@@ -47,7 +41,6 @@ mod kinds;
 mod limits;
 mod metrics;
 mod namespaces;
-mod object;
 mod openapi;
 mod openapi_text;
 mod outbound;
@@ -56,10 +49,7 @@ mod policies;
 mod rbac;
 pub mod registry;
 mod reviews;
-pub mod sa_token;
-pub mod serve;
 mod stack;
-mod unauthenticated;
 mod verbs;
 mod version;
 mod webhooks;
@@ -72,8 +62,13 @@ use bytes::Bytes;
 use tokio::sync::{Semaphore, watch};
 use wasmgate_storage::Store;
 
+// The crates below this one, under the names their modules had in it.
+use wasmgate_apiserver_core::{body, error, object};
+use wasmgate_auth::{authn_token, sa_token};
+
 pub use body::Body;
 pub use version::GIT_VERSION;
+pub use wasmgate_auth::User;
 
 /// The front proxy of the aggregation layer: the client certificate it presents to extension
 /// API servers and the CA they trust it by (kube's `--proxy-client-cert-file`,
@@ -167,15 +162,6 @@ impl Default for Options {
             front_proxy: None,
         }
     }
-}
-
-/// Who a request comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct User {
-    /// User name.
-    pub name: String,
-    /// Groups.
-    pub groups: Vec<String>,
 }
 
 /// The API server. Cheap to clone.
@@ -286,7 +272,8 @@ impl ApiServer {
         Ok(ApiServer { inner })
     }
 
-    /// Handles one request (the service behind [`serve::serve`]; tests call it directly).
+    /// Handles one request (the service behind [`wasmgate_server::serve`]; tests call it
+    /// directly).
     pub async fn handle<B>(&self, req: http::Request<B>, user: Option<User>) -> http::Response<Body>
     where
         B: http_body::Body<Data = Bytes> + Send + Unpin,
@@ -303,6 +290,21 @@ impl ApiServer {
     /// The store.
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+}
+
+/// The API server is what the serving loop serves.
+impl wasmgate_server::Handler for ApiServer {
+    async fn handle(
+        &self,
+        req: http::Request<hyper::body::Incoming>,
+        user: Option<User>,
+    ) -> http::Response<Body> {
+        ApiServer::handle(self, req, user).await
+    }
+
+    fn begin_shutdown(&self) {
+        ApiServer::begin_shutdown(self);
     }
 }
 

@@ -298,7 +298,7 @@ where
         Some(u) => {
             // The connection carried an authenticated request: it no longer counts as
             // an unauthenticated one.
-            if let Some(conn) = req.extensions().get::<crate::serve::ConnInfo>() {
+            if let Some(conn) = req.extensions().get::<wasmgate_server::ConnInfo>() {
                 conn.authenticated();
             }
             u
@@ -312,7 +312,7 @@ where
 /// The address of the client a request came from, when it came over a connection.
 fn peer_ip<B>(req: &Request<B>) -> Option<std::net::IpAddr> {
     req.extensions()
-        .get::<crate::serve::ConnInfo>()
+        .get::<wasmgate_server::ConnInfo>()
         .map(|c| c.peer.ip())
 }
 

@@ -6,8 +6,8 @@
 
 use http::Method;
 use serde_json::{Value, json};
-use wasmgate_apiserver::authn_token::Tokens;
 use wasmgate_apiserver::{Options, User};
+use wasmgate_auth::authn_token::Tokens;
 
 mod common;
 use common::Server;

@@ -231,8 +231,8 @@ impl Limits {
     pub fn serve_options(
         &self,
         tls: Option<std::sync::Arc<rustls::ServerConfig>>,
-    ) -> wasmgate_apiserver::serve::ServeOptions {
-        let mut o = wasmgate_apiserver::serve::ServeOptions::new(tls);
+    ) -> wasmgate_server::ServeOptions {
+        let mut o = wasmgate_server::ServeOptions::new(tls);
         o.drain_timeout = Duration::from_secs(self.shutdown_drain_seconds);
         o.header_read_timeout = Duration::from_secs(self.header_read_timeout_seconds.max(1));
         o.idle_timeout = Duration::from_secs(self.idle_timeout_seconds.max(1));

@@ -23,8 +23,8 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
-use wasmgate_apiserver::serve::{ServeOptions, serve};
 use wasmgate_apiserver::{ApiServer, User};
+use wasmgate_server::{ServeOptions, serve};
 use wasmgate_storage::{Engine, Store, StoreOptions};
 use wasmgate_storage_embedded::EmbeddedEngine;
 
@@ -236,7 +236,7 @@ impl Gateway {
                 let text = std::fs::read_to_string(f).with_context(|| {
                     format!("reading the encryption configuration {}", f.display())
                 })?;
-                let e = wasmgate_apiserver::encryption::Encryption::parse(&text).map_err(|e| {
+                let e = wasmgate_auth::encryption::Encryption::parse(&text).map_err(|e| {
                     anyhow::anyhow!("encryption configuration {}: {e}", f.display())
                 })?;
                 Some(Arc::new(e) as Arc<dyn wasmgate_storage::ValueTransformer>)
@@ -259,10 +259,10 @@ impl Gateway {
             Some(f) => {
                 let text = std::fs::read_to_string(f)
                     .with_context(|| format!("reading the token file {}", f.display()))?;
-                wasmgate_apiserver::authn_token::Tokens::parse(&text)
+                wasmgate_auth::authn_token::Tokens::parse(&text)
                     .map_err(|e| anyhow::anyhow!("token file {}: {e}", f.display()))?
             }
-            None => wasmgate_apiserver::authn_token::Tokens::default(),
+            None => wasmgate_auth::authn_token::Tokens::default(),
         };
         let audit = match &config.audit_log_path {
             Some(path) => {

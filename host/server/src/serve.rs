@@ -34,10 +34,12 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
-use crate::body::Body;
+use wasmgate_apiserver_core::body::Body;
+use wasmgate_auth::{User, authn_x509};
+
+use crate::Handler;
 use crate::error_body_io::ErrorBodyIo;
 use crate::unauthenticated::{Leave, Member, Phase, Pool};
-use crate::{ApiServer, User, authn_x509};
 
 /// How to serve.
 #[derive(Clone)]
@@ -152,8 +154,8 @@ impl Throttled {
 }
 
 /// Serves `server` on `listener` until `shutdown` completes, then shuts down gracefully.
-pub async fn serve(
-    server: ApiServer,
+pub async fn serve<S: Handler>(
+    server: S,
     listener: TcpListener,
     options: ServeOptions,
     shutdown: impl Future<Output = ()>,
@@ -272,8 +274,8 @@ fn looks_like_http(head: &[u8]) -> bool {
 const HTTP_ON_HTTPS: &[u8] =
     b"HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
 
-async fn tls_connection(
-    conn: Conn,
+async fn tls_connection<S: Handler>(
+    conn: Conn<S>,
     acceptor: tokio_rustls::TlsAcceptor,
     mut stream: TcpStream,
     fallback_user: Option<User>,
@@ -336,9 +338,9 @@ async fn tls_connection(
 
 /// What a request may learn of its connection (a request extension).
 #[derive(Clone)]
-pub(crate) struct ConnInfo {
+pub struct ConnInfo {
     /// The client's address.
-    pub(crate) peer: std::net::SocketAddr,
+    pub peer: std::net::SocketAddr,
     /// Its place among the unauthenticated connections, while it has one.
     member: Option<Arc<Member>>,
 }
@@ -347,7 +349,7 @@ impl ConnInfo {
     /// A request on the connection authenticated: it is no longer an unauthenticated
     /// connection (a client with a bearer token holds its connections as one with a
     /// certificate does).
-    pub(crate) fn authenticated(&self) {
+    pub fn authenticated(&self) {
         if let Some(m) = &self.member {
             m.leave();
         }
@@ -359,8 +361,8 @@ impl ConnInfo {
 const SILENT_GRACE: Duration = Duration::from_secs(1);
 
 /// One accepted connection.
-struct Conn {
-    server: ApiServer,
+struct Conn<S> {
+    server: S,
     builder: auto::Builder<TokioExecutor>,
     stop: watch::Receiver<bool>,
     idle_timeout: Duration,
@@ -374,7 +376,7 @@ struct Conn {
     _live: LiveGuard,
 }
 
-impl Conn {
+impl<S: Handler> Conn<S> {
     /// Serves requests until the client closes, the connection is idle for too long, or
     /// the server shuts down (then after the requests in flight).
     async fn serve<I>(self, io: TokioIo<I>, user: Option<User>)

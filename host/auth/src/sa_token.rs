@@ -117,7 +117,7 @@ fn now() -> i64 {
 
 /// A token for the account `sa` (its stored object) as `request` (a `TokenRequest`) asks;
 /// returns the `TokenRequest` to answer with, or the field error (422).
-pub(crate) fn issue(signer: &Signer, sa: &Value, request: &Value) -> Result<Value, String> {
+pub fn issue(signer: &Signer, sa: &Value, request: &Value) -> Result<Value, String> {
     let spec = &request["spec"];
     let seconds = spec
         .get("expirationSeconds")
@@ -142,7 +142,11 @@ pub(crate) fn issue(signer: &Signer, sa: &Value, request: &Value) -> Result<Valu
         })
         .filter(|a: &Vec<String>| !a.is_empty())
         .unwrap_or_else(|| vec![ISSUER.to_owned()]);
-    let meta = |k: &str| crate::object::meta_str(sa, k).unwrap_or("").to_owned();
+    let meta = |k: &str| {
+        wasmgate_apiserver_core::object::meta_str(sa, k)
+            .unwrap_or("")
+            .to_owned()
+    };
     let (ns, name, uid) = (meta("namespace"), meta("name"), meta("uid"));
     let iat = now();
     let claims = json!({
@@ -150,7 +154,7 @@ pub(crate) fn issue(signer: &Signer, sa: &Value, request: &Value) -> Result<Valu
         "exp": iat + seconds,
         "iat": iat,
         "iss": ISSUER,
-        "jti": crate::object::new_uid(),
+        "jti": wasmgate_apiserver_core::object::new_uid(),
         "kubernetes.io": {"namespace": ns, "serviceaccount": {"name": name, "uid": uid}},
         "nbf": iat,
         "sub": format!("system:serviceaccount:{ns}:{name}"),
@@ -162,7 +166,7 @@ pub(crate) fn issue(signer: &Signer, sa: &Value, request: &Value) -> Result<Valu
     Ok(json!({
         "kind": "TokenRequest",
         "apiVersion": "authentication.k8s.io/v1",
-        "metadata": {"name": name, "namespace": ns, "creationTimestamp": crate::object::now_rfc3339()},
+        "metadata": {"name": name, "namespace": ns, "creationTimestamp": wasmgate_apiserver_core::object::now_rfc3339()},
         "spec": {"audiences": audiences, "expirationSeconds": seconds, "boundObjectRef": spec.get("boundObjectRef").cloned().unwrap_or(Value::Null)},
         "status": {"token": token, "expirationTimestamp": expires},
     }))
@@ -170,15 +174,15 @@ pub(crate) fn issue(signer: &Signer, sa: &Value, request: &Value) -> Result<Valu
 
 /// What a token of ours claims, once checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Claims {
-    pub(crate) namespace: String,
-    pub(crate) name: String,
+pub struct Claims {
+    pub namespace: String,
+    pub name: String,
     /// The account's uid when the token was issued (the caller checks it still is).
-    pub(crate) uid: String,
+    pub uid: String,
     /// The token's id (`jti`), when it has one.
-    pub(crate) id: Option<String>,
+    pub id: Option<String>,
     /// The audiences the token is accepted for: those it names that were asked for.
-    pub(crate) audiences: Vec<String>,
+    pub audiences: Vec<String>,
 }
 
 /// Checks a token against the audiences it must be for (`wanted`; this server's,
@@ -186,11 +190,7 @@ pub(crate) struct Claims {
 /// them, within its lifetime. `Err(None)`: not a token of ours (kube's service account
 /// authenticator does not speak then); `Err(Some(why))`: ours but refused, why in kube's
 /// words.
-pub(crate) fn check(
-    signer: &Signer,
-    token: &str,
-    wanted: &[&str],
-) -> Result<Claims, Option<String>> {
+pub fn check(signer: &Signer, token: &str, wanted: &[&str]) -> Result<Claims, Option<String>> {
     let c = signer.verify(token).ok_or(None)?;
     if c["iss"] != ISSUER {
         return Err(None);
@@ -241,7 +241,7 @@ pub(crate) fn check(
 }
 
 /// The user a service account authenticates as.
-pub(crate) fn user_of(namespace: &str, name: &str) -> User {
+pub fn user_of(namespace: &str, name: &str) -> User {
     User {
         name: format!("system:serviceaccount:{namespace}:{name}"),
         groups: vec![

@@ -124,7 +124,7 @@ pub fn same_content(a: &Value, b: &Value) -> bool {
 
 /// Whether two JSON objects are equal once the keys in `skip` are left out of both, without
 /// copying either.
-pub(crate) fn eq_without(a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str]) -> bool {
+pub fn eq_without(a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str]) -> bool {
     let kept = |m: &Map<String, Value>| m.keys().filter(|k| !skip.contains(&k.as_str())).count();
     kept(a) == kept(b)
         && a.iter()

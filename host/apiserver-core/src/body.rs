@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 /// The bodies requests arrive with (hyper's, or one buffered by a filter of the request
 /// stack), named once for the many functions that pass them on.
-pub(crate) trait RequestBody:
+pub trait RequestBody:
     HttpBody<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>> + Send + Unpin
 {
 }
