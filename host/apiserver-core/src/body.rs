@@ -1,14 +1,18 @@
 //! Response bodies: whole buffers, a whole body in pieces (lists), or a channel for
-//! watch streams.
+//! watch streams; and request bodies read within a size limit and a timeout.
 
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use http_body_util::BodyExt;
 use tokio::sync::mpsc;
+use wasmgate_apimachinery::status::Status;
+
+use crate::error::{ApiError, ApiResult};
 
 /// The bodies requests arrive with (hyper's, or one buffered by a filter of the request
 /// stack), named once for the many functions that pass them on.
@@ -203,6 +207,78 @@ impl HttpBody for ChannelBody {
 
     fn size_hint(&self) -> SizeHint {
         SizeHint::default()
+    }
+}
+
+/// `read` within `timeout`, the body-read timeout (504 after).
+pub async fn within_body_timeout<T>(
+    timeout: Duration,
+    read: impl std::future::Future<Output = ApiResult<T>>,
+) -> ApiResult<T> {
+    tokio::time::timeout(timeout, read).await.map_err(|_| {
+        ApiError::from(Status::failure(
+            504,
+            "Timeout",
+            "the request body was not received in time",
+        ))
+    })?
+}
+
+/// Reads and drops a body of at most `limit` bytes (413 above).
+pub async fn discard_body<B>(mut body: B, limit: usize) -> ApiResult<()>
+where
+    B: RequestBody,
+{
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            ApiError::from(Status::bad_request(format!(
+                "unable to read the request body: {}",
+                e.into()
+            )))
+        })?;
+        if let Some(data) = frame.data_ref() {
+            seen += data.len();
+            if seen > limit {
+                return Err(Status::failure(
+                    413,
+                    "RequestEntityTooLarge",
+                    format!("Request entity too large: limit is {limit}"),
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads a body of at most `limit` bytes (413 above, 400 when it cannot be read).
+pub async fn read_body<B>(body: B, limit: usize) -> ApiResult<Bytes>
+where
+    B: RequestBody,
+{
+    let too_large = || {
+        ApiError::from(Status::failure(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        ))
+    };
+    if body.size_hint().lower() > limit as u64 {
+        return Err(too_large());
+    }
+    let limited = http_body_util::Limited::new(body, limit);
+    match limited.collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                Err(too_large())
+            } else {
+                Err(Status::bad_request(format!("unable to read the request body: {e}")).into())
+            }
+        }
     }
 }
 

@@ -5,14 +5,19 @@
 //! `apiserver/pkg/endpoints`).
 //!
 //! * [`error`]: the one edge where failures become `metav1.Status`.
-//! * [`body`]: response bodies (whole, in frames, or a watch's channel).
+//! * [`body`]: response bodies (whole, in frames, or a watch's channel); request bodies
+//!   read within limits.
+//! * [`response`]: a `Status` as a response (JSON or protobuf), bodies with a type.
+//! * [`client`]: the [`client::Client`] the server's own parts reach its API through.
 //! * [`object`]: metadata access, timestamps, uids, generated names, the storage encoding.
 //! * [`User`]: who a request comes from.
 #![forbid(unsafe_code)]
 
 pub mod body;
+pub mod client;
 pub mod error;
 pub mod object;
+pub mod response;
 
 /// Who a request comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

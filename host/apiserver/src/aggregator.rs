@@ -375,8 +375,11 @@ where
     })?;
     let (parts, body) = req.into_parts();
     let limit = inner.options.max_request_body_bytes;
-    let body =
-        crate::handler::within_body_timeout(inner, crate::handler::read_body(body, limit)).await?;
+    let body = crate::body::within_body_timeout(
+        inner.options.body_read_timeout,
+        crate::body::read_body(body, limit),
+    )
+    .await?;
     let pq = parts
         .uri
         .path_and_query()
@@ -494,7 +497,7 @@ async fn probe(inner: &Inner, service: &Service) -> Probe {
     let Ok(mut req) = req else {
         return failed("FailedDiscoveryCheck", "building the request".into());
     };
-    remote_user(req.headers_mut(), &crate::internal::system_user());
+    remote_user(req.headers_mut(), &crate::client::system_user());
     let failing = |e: String| {
         failed(
             "FailedDiscoveryCheck",
@@ -581,7 +584,7 @@ async fn write_status(inner: &Arc<Inner>, obj: &Value, p: &Probe) {
         "message": p.message,
     }]});
     let path = format!("/apis/{GROUP}/v1/apiservices/{name}/status");
-    if let Err(e) = crate::internal::put(inner, crate::internal::system_user(), &path, &obj).await {
+    if let Err(e) = crate::client::put(inner, crate::client::system_user(), &path, &obj).await {
         tracing::debug!(apiservice = %name, error = %e, "writing the Available condition");
     }
 }
@@ -644,9 +647,9 @@ pub(crate) async fn publish_authentication(inner: &Arc<Inner>) -> Result<(), Str
     });
     // Replicas of one cluster publish the same data (they share its CAs); whichever
     // writes first, the others find it as they would write it.
-    crate::internal::ensure(
+    crate::client::ensure(
         inner,
-        crate::internal::system_user(),
+        crate::client::system_user(),
         "/api/v1/namespaces/kube-system/configmaps",
         AUTHENTICATION_CONFIGMAP,
         &cm,

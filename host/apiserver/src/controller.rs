@@ -6,6 +6,7 @@ use std::future::Future;
 use std::sync::{Arc, Weak};
 
 use crate::Inner;
+use crate::client::Client as _;
 
 /// What one reconcile pass did.
 pub(crate) struct Reconciled {
@@ -142,15 +143,15 @@ pub(crate) async fn delete_contents(
         .map(|(path, uid, has_finalizers)| async move {
             let opts =
                 json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}});
-            let r = crate::internal::call(
-                inner,
-                user.clone(),
-                http::Method::DELETE,
-                &path,
-                "application/json",
-                Some(&opts),
-            )
-            .await;
+            let r = inner
+                .call(
+                    user.clone(),
+                    http::Method::DELETE,
+                    &path,
+                    "application/json",
+                    Some(&opts),
+                )
+                .await;
             (path, has_finalizers, r)
         })
         .buffer_unordered(32)

@@ -251,7 +251,7 @@ async fn cleanup(inner: &Arc<Inner>, key: &str) -> Result<bool, String> {
         .cloned();
     let remaining = match rt {
         Some(rt) if !group.is_empty() && !plural.is_empty() => {
-            delete_contents(inner, &rt, None, &crate::internal::system_user())
+            delete_contents(inner, &rt, None, &crate::client::system_user())
                 .await?
                 .count
         }
@@ -307,7 +307,7 @@ async fn cleanup(inner: &Arc<Inner>, key: &str) -> Result<bool, String> {
     }
     let gone = object::finalizers(&next).is_empty();
     let path = crd_path(&next);
-    let written = crate::internal::put(inner, crate::internal::system_user(), &path, &next).await?;
+    let written = crate::client::put(inner, crate::client::system_user(), &path, &next).await?;
     Ok(gone && written.is_some())
 }
 
@@ -333,7 +333,7 @@ async fn write_status(
         return Ok(Some(new));
     }
     let path = format!("{}/status", crd_path(&new));
-    crate::internal::put(inner, crate::internal::system_user(), &path, &new).await
+    crate::client::put(inner, crate::client::system_user(), &path, &new).await
 }
 
 /// Waits (briefly) until the registry reflects revision `rev`.

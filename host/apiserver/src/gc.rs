@@ -19,7 +19,7 @@
 //! The collector keeps an index of dependents by owner uid, rebuilt from a scan of the store
 //! at start (so it survives restarts) and kept current by a watch of every key; it holds
 //! only the objects that have owner references. Its writes are API requests through
-//! [`crate::handler::handle`] as the garbage collector's service account, so they pass the
+//! the loopback [`crate::client::Client`] as the garbage collector's service account, so they pass the
 //! same write path (validation, finalizers, admission once plugins exist) as a client's.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -36,6 +36,7 @@ use serde_json::{Value, json};
 use wasmgate_apimachinery::options::{DeleteOptions, PropagationPolicy};
 use wasmgate_storage::{Event, EventKind, ReadAt, StorageError, Store};
 
+use crate::client::Client as _;
 use crate::object::{self, meta_mut};
 use crate::registry::{Catalog, ResourceType};
 use crate::{Inner, User};
@@ -838,19 +839,13 @@ async fn call(
     content_type: &str,
     body: &Value,
 ) -> Result<u16, String> {
-    let (code, v) = crate::internal::call(
-        inner,
-        collector_user(),
-        method,
-        path,
-        content_type,
-        Some(body),
-    )
-    .await?;
+    let (code, v) = inner
+        .call(collector_user(), method, path, content_type, Some(body))
+        .await?;
     if code < 300 {
         return Ok(code);
     }
-    Err(crate::internal::failure(code, &v))
+    Err(crate::client::failure(code, &v))
 }
 
 /// Deletes the object, guarded by its uid.

@@ -8,55 +8,18 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
-use http_body_util::BodyExt;
 use serde_json::Value;
 use wasmgate_apimachinery::media;
 use wasmgate_apimachinery::options::Query;
 use wasmgate_apimachinery::request_info::{RequestInfo, RequestInfoError, ResourceRequest, Verb};
 use wasmgate_apimachinery::status::Status;
 
-use crate::body::{self, Body};
+use crate::body::{Body, discard_body, read_body, within_body_timeout};
 use crate::error::{ApiError, ApiResult};
 use crate::health::{self, Check};
+use crate::response::{bytes_response, header_str};
 use crate::stack::Call;
 use crate::{Inner, discovery, verbs, version};
-
-/// A Status as an error response, in protobuf when the request's `Accept` (`accept`)
-/// puts protobuf first among what an error can be written in (`ENC-04`), else JSON.
-pub(crate) fn status_response(s: &Status, accept: Option<&HeaderValue>) -> Response<Body> {
-    let protobuf = accept
-        .and_then(|a| a.to_str().ok())
-        .is_some_and(|a| media::status_in_protobuf(&media::parse_accept(Some(a))));
-    let code = StatusCode::from_u16(s.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut r = status_body_response(code, s, protobuf);
-    if let Some(secs) = s.details.retry_after_seconds
-        && let Ok(v) = HeaderValue::from_str(&secs.to_string())
-    {
-        r.headers_mut().insert(header::RETRY_AFTER, v);
-    }
-    r
-}
-
-/// A Status as the body of a response with `code`, in protobuf or JSON.
-pub(crate) fn status_body_response(code: StatusCode, s: &Status, protobuf: bool) -> Response<Body> {
-    match s.to_protobuf().filter(|_| protobuf) {
-        Some(bytes) => bytes_response(code, "application/vnd.kubernetes.protobuf", bytes),
-        None => bytes_response(code, "application/json", s.to_json()),
-    }
-}
-
-/// A JSON (or other) response with a status code.
-pub(crate) fn bytes_response(
-    code: StatusCode,
-    content_type: &'static str,
-    bytes: impl Into<Bytes>,
-) -> Response<Body> {
-    let mut r = Response::new(body::full(bytes));
-    *r.status_mut() = code;
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    r
-}
 
 fn json_value_response(v: &Value) -> Response<Body> {
     bytes_response(
@@ -114,7 +77,11 @@ where
         let name = name.to_owned();
         let method = req.method().clone();
         let limit = inner.options.max_request_body_bytes;
-        let body = within_body_timeout(inner, read_body(req.into_body(), limit)).await?;
+        let body = within_body_timeout(
+            inner.options.body_read_timeout,
+            read_body(req.into_body(), limit),
+        )
+        .await?;
         return crate::plugins::upload::handle(inner, call.user.clone(), &method, &name, body)
             .await;
     }
@@ -225,7 +192,11 @@ where
         RequestInfo::Resource(r) if crate::reviews::is_review(&r) => {
             let accept = header_str(req.headers(), header::ACCEPT).map(str::to_owned);
             let limit = inner.options.max_request_body_bytes;
-            let body = within_body_timeout(inner, read_body(req.into_body(), limit)).await?;
+            let body = within_body_timeout(
+                inner.options.body_read_timeout,
+                read_body(req.into_body(), limit),
+            )
+            .await?;
             crate::reviews::handle(inner, &r, &call.user, &body, accept.as_deref()).await
         }
         RequestInfo::Resource(r) => resource(inner, catalog, r, call, req).await,
@@ -252,10 +223,6 @@ fn insert_header(h: &mut HeaderMap, name: header::HeaderName, value: &str) {
     if let Ok(v) = HeaderValue::from_str(value) {
         h.insert(name, v);
     }
-}
-
-pub(crate) fn header_str(h: &HeaderMap, name: header::HeaderName) -> Option<&str> {
-    h.get(name).and_then(|v| v.to_str().ok())
 }
 
 fn openapi_route(
@@ -424,7 +391,7 @@ where
         // The common read: no body, no timer.
         Bytes::new()
     } else {
-        within_body_timeout(inner, async {
+        within_body_timeout(inner.options.body_read_timeout, async {
             match r.verb {
                 Verb::Create
                 | Verb::Update
@@ -471,78 +438,5 @@ impl verbs::Ctx {
     /// Whether the client takes gzip (`Accept-Encoding`).
     pub(crate) fn accepts_gzip(&self) -> bool {
         header_str(&self.headers, header::ACCEPT_ENCODING).is_some_and(crate::stack::accepts_gzip)
-    }
-}
-
-/// `read` within the body-read timeout (504 after).
-pub(crate) async fn within_body_timeout<T>(
-    inner: &Inner,
-    read: impl std::future::Future<Output = ApiResult<T>>,
-) -> ApiResult<T> {
-    tokio::time::timeout(inner.options.body_read_timeout, read)
-        .await
-        .map_err(|_| {
-            ApiError::from(Status::failure(
-                504,
-                "Timeout",
-                "the request body was not received in time",
-            ))
-        })?
-}
-
-/// Reads and drops a body of at most `limit` bytes (413 above).
-pub(crate) async fn discard_body<B>(mut body: B, limit: usize) -> ApiResult<()>
-where
-    B: crate::body::RequestBody,
-{
-    let mut seen = 0usize;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| {
-            ApiError::from(Status::bad_request(format!(
-                "unable to read the request body: {}",
-                e.into()
-            )))
-        })?;
-        if let Some(data) = frame.data_ref() {
-            seen += data.len();
-            if seen > limit {
-                return Err(Status::failure(
-                    413,
-                    "RequestEntityTooLarge",
-                    format!("Request entity too large: limit is {limit}"),
-                )
-                .into());
-            }
-        }
-    }
-    Ok(())
-}
-
-pub(crate) async fn read_body<B>(body: B, limit: usize) -> ApiResult<Bytes>
-where
-    B: crate::body::RequestBody,
-{
-    let too_large = || {
-        ApiError::from(Status::failure(
-            413,
-            "RequestEntityTooLarge",
-            format!("Request entity too large: limit is {limit}"),
-        ))
-    };
-    if body.size_hint().lower() > limit as u64 {
-        return Err(too_large());
-    }
-    let limited = http_body_util::Limited::new(body, limit);
-    match limited.collect().await {
-        Ok(c) => Ok(c.to_bytes()),
-        Err(e) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
-                Err(too_large())
-            } else {
-                Err(Status::bad_request(format!("unable to read the request body: {e}")).into())
-            }
-        }
     }
 }

@@ -63,7 +63,7 @@ use tokio::sync::{Semaphore, watch};
 use wasmgate_storage::Store;
 
 // The crates below this one, under the names their modules had in it.
-use wasmgate_apiserver_core::{body, error, object};
+use wasmgate_apiserver_core::{body, client, error, object, response};
 use wasmgate_auth::{authn_token, sa_token};
 
 pub use body::Body;
@@ -171,6 +171,8 @@ pub struct ApiServer {
 }
 
 pub(crate) struct Inner {
+    /// The server itself, for the requests it makes to itself ([`client::Client`]).
+    me: std::sync::Weak<Inner>,
     pub(crate) store: Store,
     pub(crate) registry: registry::Registry,
     pub(crate) options: Options,
@@ -214,7 +216,8 @@ impl ApiServer {
         let sa_signer =
             sa_token::Signer::load_or_create(options.service_account_key_file.as_deref())
                 .map_err(ApiServerError::Bootstrap)?;
-        let inner = Arc::new(Inner {
+        let inner = Arc::new_cyclic(|me| Inner {
+            me: me.clone(),
             sa_signer,
             store,
             registry: registry::Registry::new(registry::builtin_types()),

@@ -14,6 +14,7 @@ use wasmgate_storage::ReadAt;
 
 use crate::Inner;
 use crate::builtin::{BOOTSTRAP_NAMESPACES, NAMESPACE_FINALIZER};
+use crate::client::Client as _;
 use crate::object::{self, meta_str};
 
 const PREFIX: &str = "core/namespaces//";
@@ -28,17 +29,17 @@ pub(crate) async fn bootstrap(inner: &Arc<Inner>) -> Result<(), String> {
             "kind": "Namespace",
             "metadata": {"name": name},
         });
-        let (code, v) = crate::internal::call(
-            inner,
-            crate::internal::system_user(),
-            http::Method::POST,
-            "/api/v1/namespaces",
-            "application/json",
-            Some(&obj),
-        )
-        .await?;
+        let (code, v) = inner
+            .call(
+                crate::client::system_user(),
+                http::Method::POST,
+                "/api/v1/namespaces",
+                "application/json",
+                Some(&obj),
+            )
+            .await?;
         if code >= 300 && code != 409 {
-            let why = crate::internal::failure(code, &v);
+            let why = crate::client::failure(code, &v);
             return Err(format!("creating namespace {name}: {why}"));
         }
     }
@@ -121,20 +122,20 @@ async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
     // conditions through `status`, the finalizer's removal through `finalize` (the write
     // that removes a deleted namespace without finalizers).
     let path = format!("/api/v1/namespaces/{ns}");
-    let (code, stored) = crate::internal::call(
-        inner,
-        controller_user(),
-        http::Method::GET,
-        &path,
-        "application/json",
-        None,
-    )
-    .await?;
+    let (code, stored) = inner
+        .call(
+            controller_user(),
+            http::Method::GET,
+            &path,
+            "application/json",
+            None,
+        )
+        .await?;
     match code {
         404 => return Ok(true),
         200 => {}
         _ => {
-            let why = crate::internal::failure(code, &stored);
+            let why = crate::client::failure(code, &stored);
             return Err(format!("reading namespace {ns}: {why}"));
         }
     }
@@ -157,7 +158,7 @@ async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
         // Nothing to write: never wake ourselves with our own writes.
         return Ok(false);
     }
-    let written = crate::internal::put(
+    let written = crate::client::put(
         inner,
         controller_user(),
         &format!("{path}/{subresource}"),

@@ -25,6 +25,7 @@ use wasmgate_storage::ReadAt;
 
 use wasmgate_apimachinery::validation::FieldError;
 
+use crate::client::Client as _;
 use crate::{Inner, User};
 
 /// The API group.
@@ -1253,20 +1254,20 @@ pub(crate) async fn bootstrap(inner: &Arc<Inner>) -> Result<(), String> {
     ));
     for (resource, obj) in objects {
         let path = format!("/apis/{GROUP}/v1/{resource}");
-        let (code, v) = crate::internal::call(
-            inner,
-            crate::internal::system_user(),
-            http::Method::POST,
-            &path,
-            "application/json",
-            Some(&obj),
-        )
-        .await?;
+        let (code, v) = inner
+            .call(
+                crate::client::system_user(),
+                http::Method::POST,
+                &path,
+                "application/json",
+                Some(&obj),
+            )
+            .await?;
         if code >= 300 && code != 409 {
             return Err(format!(
                 "creating {resource} {}: {}",
                 crate::object::meta_str(&obj, "name").unwrap_or(""),
-                crate::internal::failure(code, &v)
+                crate::client::failure(code, &v)
             ));
         }
     }

@@ -148,14 +148,14 @@ pub(crate) async fn handle(
         let api_version = format!("{}/v1", r.group);
         let bytes = wasmgate_apimachinery::protobuf::encode(&api_version, kind, &review)
             .map_err(crate::error::ApiError::internal)?;
-        return Ok(crate::handler::bytes_response(
+        return Ok(crate::response::bytes_response(
             StatusCode::CREATED,
             "application/vnd.kubernetes.protobuf",
             bytes,
         ));
     }
     let bytes = Bytes::from(serde_json::to_vec(&review).unwrap_or_default());
-    Ok(crate::handler::bytes_response(
+    Ok(crate::response::bytes_response(
         StatusCode::CREATED,
         "application/json",
         bytes,

@@ -43,7 +43,8 @@ use wasmgate_apimachinery::status::Status;
 
 use crate::body::{self, Body};
 use crate::error::{ApiError, ApiResult};
-use crate::handler::{self, header_str};
+use crate::handler;
+use crate::response::header_str;
 use crate::{Inner, User, rbac};
 
 /// What the filters learn about a request, passed down the stack.
@@ -130,7 +131,7 @@ where
     let (mut resp, cause) = match routed {
         Ok(r) => (r, None),
         Err(e) => (
-            handler::status_response(&e.status, accept.as_ref()),
+            crate::response::status_response(&e.status, accept.as_ref()),
             e.cause,
         ),
     };
@@ -467,7 +468,12 @@ where
     let (result, request_object) = if level >= Level::Request && has_body {
         let (parts, body) = req.into_parts();
         let limit = inner.options.max_request_body_bytes;
-        match handler::within_body_timeout(inner, handler::read_body(body, limit)).await {
+        match crate::body::within_body_timeout(
+            inner.options.body_read_timeout,
+            crate::body::read_body(body, limit),
+        )
+        .await
+        {
             Ok(bytes) => {
                 let object = audit::object_of(&bytes);
                 let req = Request::from_parts(parts, http_body_util::Full::new(bytes));

@@ -37,9 +37,9 @@ use wasmgate_storage::{Precondition, ReadAt, Write, WriteOp};
 
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult, storage_error};
-use crate::handler::{bytes_response as response, header_str};
 use crate::object::{self, meta, meta_str};
 use crate::registry::ResourceType;
+use crate::response::{bytes_response as response, header_str};
 use crate::verbs::admission::Change;
 use crate::{Inner, User};
 
@@ -262,7 +262,7 @@ impl Ctx {
     /// negotiated: protobuf for a protobuf request, else JSON (`ENC-04`).
     pub(crate) fn respond_status(&self, code: StatusCode, status: &Status) -> Response<Body> {
         let protobuf = self.output().is_ok_and(Output::is_protobuf);
-        crate::handler::status_body_response(code, status, protobuf)
+        crate::response::status_body_response(code, status, protobuf)
     }
 
     /// Renders a list.

@@ -45,7 +45,7 @@ use wasmgate_storage::{EventKind, ReadAt};
 use super::crd::{KEY_PREFIX, PATH};
 use super::{Binding, FailurePolicy};
 use crate::Inner;
-use crate::internal::system_user;
+use crate::client::system_user;
 use crate::object;
 
 /// How often module files are checked without an event (the fallback for file systems
@@ -665,7 +665,7 @@ async fn report(inner: &Arc<Inner>, name: &str, k: &Known, outcome: Result<Hooks
         st["loadedAt"] = json!(now);
     }
     let patch = json!({ "status": st });
-    if let Err(e) = crate::internal::call_ok(
+    if let Err(e) = crate::client::call_ok(
         inner,
         system_user(),
         Method::PATCH,

@@ -31,9 +31,9 @@ fn manifest() -> Result<Value, String> {
 
 /// Creates the CRD, or restores its spec; returns when the type is served.
 pub(crate) async fn ensure(inner: &Arc<Inner>) -> Result<(), String> {
-    crate::internal::apply(
+    crate::client::apply(
         inner,
-        crate::internal::system_user(),
+        crate::client::system_user(),
         CRDS,
         NAME,
         &manifest()?,

@@ -26,7 +26,8 @@ use serde_json::{Value, json};
 
 use super::crd::PATH;
 use crate::Inner;
-use crate::internal::system_user;
+use crate::client::Client as _;
+use crate::client::system_user;
 
 /// The label on objects that come from the plugin directory.
 pub const FROM_DIR_LABEL: &str = "wasmgate.dev/plugin-dir";
@@ -223,15 +224,15 @@ async fn scan(inner: &Arc<Inner>, dir: &Path, state: &mut State) {
     for name in gone {
         state.applied.remove(&name);
         let path = format!("{PATH}/{name}");
-        let r = crate::internal::call(
-            inner,
-            system_user(),
-            Method::DELETE,
-            &path,
-            "application/json",
-            None,
-        )
-        .await;
+        let r = inner
+            .call(
+                system_user(),
+                Method::DELETE,
+                &path,
+                "application/json",
+                None,
+            )
+            .await;
         if let Err(e) = r {
             tracing::warn!(plugin = %name, "plugin not deleted: {e}");
         }
@@ -244,17 +245,17 @@ async fn scan(inner: &Arc<Inner>, dir: &Path, state: &mut State) {
 async fn apply(inner: &Arc<Inner>, name: &str, obj: &Value) -> Result<(), (u16, String)> {
     let path = format!("{PATH}/{name}");
     let call = |method, path: String, body: Option<Value>| async move {
-        let r = crate::internal::call(
-            inner,
-            system_user(),
-            method,
-            &path,
-            "application/json",
-            body.as_ref(),
-        )
-        .await;
+        let r = inner
+            .call(
+                system_user(),
+                method,
+                &path,
+                "application/json",
+                body.as_ref(),
+            )
+            .await;
         match r {
-            Ok((code, v)) if code >= 300 => Err((code, crate::internal::failure(code, &v))),
+            Ok((code, v)) if code >= 300 => Err((code, crate::client::failure(code, &v))),
             Ok((code, v)) => Ok((code, v)),
             Err(e) => Err((500, e)),
         }

@@ -22,6 +22,7 @@ use wasmgate_storage::{Precondition, ReadAt, Write, WriteOp};
 
 use super::crd::PATH;
 use crate::body::Body;
+use crate::client::Client as _;
 use crate::error::{ApiError, ApiResult, storage_error};
 use crate::{Inner, User};
 
@@ -82,16 +83,16 @@ pub(crate) async fn handle(
     name: &str,
     body: Bytes,
 ) -> ApiResult<Response<Body>> {
-    let current = crate::internal::call(
-        inner,
-        user.clone(),
-        Method::GET,
-        &format!("{PATH}/{name}"),
-        "application/json",
-        None,
-    )
-    .await
-    .map_err(ApiError::internal)?;
+    let current = inner
+        .call(
+            user.clone(),
+            Method::GET,
+            &format!("{PATH}/{name}"),
+            "application/json",
+            None,
+        )
+        .await
+        .map_err(ApiError::internal)?;
     match current.0 {
         200 => {}
         404 => return Err(Status::not_found(target(name)).into()),
@@ -113,7 +114,7 @@ pub(crate) async fn handle(
             let bytes = load(inner, name, digest)
                 .await
                 .map_err(ApiError::internal)?;
-            Ok(crate::handler::bytes_response(
+            Ok(crate::response::bytes_response(
                 StatusCode::OK,
                 "application/wasm",
                 Bytes::from(bytes),
@@ -168,17 +169,17 @@ async fn upload(
         .map_err(|e| storage_error(e, target(name)))?;
     prune(inner, name, &digest).await;
     let patch = json!({"spec": {"module": {"path": null, "digest": digest}}});
-    let (code, obj) = crate::internal::call(
-        inner,
-        user,
-        Method::PATCH,
-        &format!("{PATH}/{name}"),
-        "application/merge-patch+json",
-        Some(&patch),
-    )
-    .await
-    .map_err(ApiError::internal)?;
-    Ok(crate::handler::bytes_response(
+    let (code, obj) = inner
+        .call(
+            user,
+            Method::PATCH,
+            &format!("{PATH}/{name}"),
+            "application/merge-patch+json",
+            Some(&patch),
+        )
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(crate::response::bytes_response(
         StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         "application/json",
         Bytes::from(obj.to_string()),

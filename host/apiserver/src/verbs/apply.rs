@@ -178,7 +178,7 @@ pub(super) fn record_update(ctx: &Ctx, live: Option<&Value>, new: &mut Value) {
     };
     let manager = wasmgate_apimachinery::fieldset::managed::manager_name(
         ctx.query.get("fieldManager"),
-        crate::handler::header_str(&ctx.headers, header::USER_AGENT),
+        crate::response::header_str(&ctx.headers, header::USER_AGENT),
     );
     managed.update(
         &manager,

@@ -15,7 +15,7 @@ use super::Ctx;
 use super::jsonpatch::JsonPatch;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
-use crate::handler::header_str;
+use crate::response::header_str;
 
 pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
     let opts = WriteOptions::from_query(&ctx.query).map_err(|e| Status::bad_request(e.0))?;

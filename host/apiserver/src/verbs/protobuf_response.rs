@@ -54,7 +54,7 @@ pub(crate) fn object_response(
     obj: &Value,
 ) -> ApiResult<Response<Body>> {
     let bytes = protobuf::encode(api_version, kind, obj).map_err(ApiError::internal)?;
-    Ok(crate::handler::bytes_response(code, CONTENT_TYPE, bytes))
+    Ok(crate::response::bytes_response(code, CONTENT_TYPE, bytes))
 }
 
 /// A stored object (its bytes as they are, or decoded) as a protobuf response. For
@@ -70,7 +70,7 @@ pub(crate) fn stored_response(
         Obj::Value(v) => protobuf::encode(api_version, kind, v),
     }
     .map_err(ApiError::internal)?;
-    Ok(crate::handler::bytes_response(code, CONTENT_TYPE, bytes))
+    Ok(crate::response::bytes_response(code, CONTENT_TYPE, bytes))
 }
 
 /// A list of stored objects as a protobuf response, encoded a page at a time (for a

@@ -14,9 +14,9 @@ use super::{Ctx, encode_json};
 use crate::body::Body;
 use crate::custom::{ScaleSpec, scale_of};
 use crate::error::{ApiError, ApiResult};
-use crate::handler::bytes_response as response;
-use crate::handler::header_str;
 use crate::object::meta_str;
+use crate::response::bytes_response as response;
+use crate::response::header_str;
 
 pub(super) async fn scale(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
     let spec = ctx

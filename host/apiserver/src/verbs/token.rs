@@ -44,7 +44,7 @@ pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
         );
     }
     let bytes = Bytes::from(serde_json::to_vec(&issued).unwrap_or_default());
-    Ok(crate::handler::bytes_response(
+    Ok(crate::response::bytes_response(
         StatusCode::CREATED,
         "application/json",
         bytes,

@@ -220,9 +220,7 @@ pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<u64, String> {
             .to_owned();
         obj["status"] = status;
         let path = format!("/apis/{GROUP}/v1/validatingadmissionpolicies/{name}/status");
-        if let Err(e) =
-            crate::internal::put(inner, crate::internal::system_user(), &path, &obj).await
-        {
+        if let Err(e) = crate::client::put(inner, crate::client::system_user(), &path, &obj).await {
             // A newer version of the policy wins; the next pass writes its status.
             tracing::debug!(policy = %name, error = %e, "writing the type checking status");
         }
