@@ -40,7 +40,7 @@ use crate::stack::Call;
 use crate::{Inner, User};
 
 /// The API group of `APIService`.
-pub(crate) const GROUP: &str = "apiregistration.k8s.io";
+pub(crate) const GROUP: &str = crate::registry::APIREGISTRATION_GROUP;
 const PREFIX: &str = "apiregistration.k8s.io/";
 /// Where the backend of an `APIService` is, when it is not `spec.service`.
 pub(crate) const BACKEND_ANNOTATION: &str = "wasmgate.dev/backend";

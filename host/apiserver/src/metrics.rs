@@ -358,31 +358,6 @@ impl Metrics {
     }
 }
 
-/// The request-metrics series of `call` (see [`requests`]): only for what the registry
-/// serves, asked the first time a label set is seen.
-pub(crate) fn series(
-    inner: &crate::Inner,
-    call: &crate::stack::Call,
-    headers: &http::HeaderMap,
-) -> Option<requests::SeriesId> {
-    let req = requests::Request {
-        method: &call.method,
-        path: &call.path,
-        query: &call.query,
-        headers,
-        info: call.info.as_ref().ok(),
-    };
-    inner.metrics.requests.series(&req, |r| {
-        let catalog = inner.registry.snapshot();
-        let Some(rt) = catalog.lookup(&r.group, &r.version, &r.resource) else {
-            return false;
-        };
-        r.subresource
-            .as_deref()
-            .is_none_or(|sub| rt.subresources.iter().any(|s| s.name == sub))
-    })
-}
-
 /// kube's name of an admission operation.
 pub(crate) fn operation_name(op: wasmgate_plugin_runtime::wit::Operation) -> &'static str {
     use wasmgate_plugin_runtime::wit::Operation;

@@ -29,7 +29,7 @@ use crate::client::Client as _;
 use crate::{Inner, User};
 
 /// The API group.
-pub(crate) const GROUP: &str = "rbac.authorization.k8s.io";
+pub(crate) const GROUP: &str = crate::registry::RBAC_GROUP;
 /// Where the RBAC objects are stored.
 const PREFIX: &str = "rbac.authorization.k8s.io/";
 /// The group that may do anything.

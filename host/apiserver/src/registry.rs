@@ -5,10 +5,13 @@
 //! set of types from start to end. A catalog never changes once built, so the documents
 //! derived from it (root discovery, OpenAPI) are built once and kept on it.
 
+pub mod custom_type;
+
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use bytes::Bytes;
+use custom_type::CustomType;
 use wasmgate_apimachinery::media::DiscoveryOutput;
 
 /// The built-in kinds this server implements natively.
@@ -60,7 +63,7 @@ pub enum Behavior {
     /// A built-in kind with native strategies.
     Builtin(Builtin),
     /// A custom resource defined by a CRD.
-    Custom(Arc<crate::custom::CustomType>),
+    Custom(Arc<CustomType>),
 }
 
 /// A subresource of a resource type.
@@ -172,7 +175,7 @@ impl ResourceType {
     }
 
     /// The custom type, if it is one.
-    pub fn custom(&self) -> Option<&Arc<crate::custom::CustomType>> {
+    pub fn custom(&self) -> Option<&Arc<CustomType>> {
         match &self.behavior {
             Behavior::Custom(c) => Some(c),
             Behavior::Builtin(_) => None,
@@ -183,7 +186,7 @@ impl ResourceType {
     pub fn schema_name_for(&self, version: &str) -> String {
         match &self.behavior {
             Behavior::Builtin(_) => self.schema_name.clone(),
-            Behavior::Custom(_) => crate::custom::schema_name(&self.group, version, &self.kind),
+            Behavior::Custom(_) => custom_type::schema_name(&self.group, version, &self.kind),
         }
     }
 
@@ -211,6 +214,13 @@ impl ResourceType {
         self.builtin() != Some(Builtin::Review)
     }
 }
+
+/// The built-in API groups whose types this registry lists and other modules serve.
+pub(crate) const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+/// See [`RBAC_GROUP`].
+pub(crate) const ADMISSIONREGISTRATION_GROUP: &str = "admissionregistration.k8s.io";
+/// See [`RBAC_GROUP`].
+pub(crate) const APIREGISTRATION_GROUP: &str = "apiregistration.k8s.io";
 
 /// All verbs of a read-write resource.
 pub const ALL_VERBS: [&str; 8] = [
@@ -365,7 +375,7 @@ pub fn builtin_types() -> Vec<ResourceType> {
             Builtin::Lease,
         ),
         builtin(
-            crate::rbac::GROUP,
+            RBAC_GROUP,
             "roles",
             "role",
             "Role",
@@ -375,7 +385,7 @@ pub fn builtin_types() -> Vec<ResourceType> {
             Builtin::Role,
         ),
         builtin(
-            crate::rbac::GROUP,
+            RBAC_GROUP,
             "rolebindings",
             "rolebinding",
             "RoleBinding",
@@ -385,7 +395,7 @@ pub fn builtin_types() -> Vec<ResourceType> {
             Builtin::RoleBinding,
         ),
         builtin(
-            crate::rbac::GROUP,
+            RBAC_GROUP,
             "clusterroles",
             "clusterrole",
             "ClusterRole",
@@ -395,7 +405,7 @@ pub fn builtin_types() -> Vec<ResourceType> {
             Builtin::ClusterRole,
         ),
         builtin(
-            crate::rbac::GROUP,
+            RBAC_GROUP,
             "clusterrolebindings",
             "clusterrolebinding",
             "ClusterRoleBinding",
@@ -409,7 +419,7 @@ pub fn builtin_types() -> Vec<ResourceType> {
         admission_policy(),
         api_service(),
         builtin(
-            crate::webhooks::GROUP,
+            ADMISSIONREGISTRATION_GROUP,
             "validatingadmissionpolicybindings",
             "validatingadmissionpolicybinding",
             "ValidatingAdmissionPolicyBinding",
@@ -495,7 +505,7 @@ fn review(group: &str, kind: &str, namespaced: bool, schema_name: &str) -> Resou
 /// `apiservices`, with its `status` (the `Available` condition).
 fn api_service() -> ResourceType {
     let mut t = builtin(
-        crate::aggregator::GROUP,
+        APIREGISTRATION_GROUP,
         "apiservices",
         "apiservice",
         "APIService",
@@ -517,7 +527,7 @@ fn api_service() -> ResourceType {
 /// `validatingadmissionpolicies`, with its `status` (type checking).
 fn admission_policy() -> ResourceType {
     let mut t = builtin(
-        crate::webhooks::GROUP,
+        ADMISSIONREGISTRATION_GROUP,
         "validatingadmissionpolicies",
         "validatingadmissionpolicy",
         "ValidatingAdmissionPolicy",
@@ -551,7 +561,7 @@ fn webhook_configuration(mutating: bool) -> ResourceType {
     };
     let singular = kind.to_ascii_lowercase();
     let mut t = builtin(
-        crate::webhooks::GROUP,
+        ADMISSIONREGISTRATION_GROUP,
         &format!("{singular}s"),
         &singular,
         kind,

@@ -211,10 +211,35 @@ where
         warnings: Vec::new(),
         audit_annotations: Vec::new(),
     };
-    *series = crate::metrics::series(inner, &call, req.headers());
+    *series = request_series(inner, &call, req.headers());
     let result = deadline(inner, &mut call, req, certificate).await;
     warnings.append(&mut call.warnings);
     result
+}
+
+/// The request-metrics series of `call` (see [`crate::metrics::requests`]): only for what the registry
+/// serves, asked the first time a label set is seen.
+fn request_series(
+    inner: &crate::Inner,
+    call: &Call,
+    headers: &http::HeaderMap,
+) -> Option<crate::metrics::requests::SeriesId> {
+    let req = crate::metrics::requests::Request {
+        method: &call.method,
+        path: &call.path,
+        query: &call.query,
+        headers,
+        info: call.info.as_ref().ok(),
+    };
+    inner.metrics.requests.series(&req, |r| {
+        let catalog = inner.registry.snapshot();
+        let Some(rt) = catalog.lookup(&r.group, &r.version, &r.resource) else {
+            return false;
+        };
+        r.subresource
+            .as_deref()
+            .is_none_or(|sub| rt.subresources.iter().any(|s| s.name == sub))
+    })
 }
 
 fn anonymous() -> User {

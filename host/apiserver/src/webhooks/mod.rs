@@ -36,7 +36,7 @@ use crate::Inner;
 use crate::plugins::Op;
 
 /// The API group of the configurations.
-pub(crate) const GROUP: &str = "admissionregistration.k8s.io";
+pub(crate) const GROUP: &str = crate::registry::ADMISSIONREGISTRATION_GROUP;
 /// Their keys' prefix in the store.
 const PREFIX: &str = "admissionregistration.k8s.io/";
 
