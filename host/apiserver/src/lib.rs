@@ -31,7 +31,6 @@ mod controller;
 mod crd;
 mod crd_controller;
 pub mod custom;
-mod discovery;
 mod events;
 mod gc;
 mod handler;
@@ -41,17 +40,12 @@ mod kinds;
 mod limits;
 mod metrics;
 mod namespaces;
-mod openapi;
-mod openapi_text;
-mod outbound;
 pub mod plugins;
 mod policies;
 mod rbac;
-pub mod registry;
 mod reviews;
 mod stack;
 mod verbs;
-mod version;
 mod webhooks;
 
 use std::sync::Arc;
@@ -65,6 +59,9 @@ use wasmgate_storage::Store;
 // The crates below this one, under the names their modules had in it.
 use wasmgate_apiserver_core::{body, client, error, object, response};
 use wasmgate_auth::{authn_token, sa_token};
+use wasmgate_outbound as outbound;
+use wasmgate_registry as registry;
+use wasmgate_registry::{discovery, openapi, version};
 
 pub use body::Body;
 pub use version::GIT_VERSION;

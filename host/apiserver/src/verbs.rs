@@ -957,17 +957,6 @@ impl Ctx {
     }
 }
 
-impl ResourceType {
-    /// `resource` or `resource.group`.
-    pub(crate) fn qualified_resource(&self) -> String {
-        if self.group.is_empty() {
-            self.resource.clone()
-        } else {
-            format!("{}.{}", self.resource, self.group)
-        }
-    }
-}
-
 /// Bodies from this size on are decoded and validated off the async workers' queue.
 const CPU_BOUND_BODY_BYTES: usize = 256 * 1024;
 

@@ -4,8 +4,13 @@
 //! removed live. Readers take an `Arc<Catalog>` snapshot, so a request sees one consistent
 //! set of types from start to end. A catalog never changes once built, so the documents
 //! derived from it (root discovery, OpenAPI) are built once and kept on it.
+#![forbid(unsafe_code)]
 
 pub mod custom_type;
+pub mod discovery;
+pub mod openapi;
+mod openapi_text;
+pub mod version;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -119,6 +124,15 @@ pub struct ResourceType {
 }
 
 impl ResourceType {
+    /// `resource` or `resource.group`.
+    pub fn qualified_resource(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+
     /// `group/version` (`v1` for core).
     pub fn group_version(&self, version: &str) -> String {
         if self.group.is_empty() {
@@ -216,11 +230,11 @@ impl ResourceType {
 }
 
 /// The built-in API groups whose types this registry lists and other modules serve.
-pub(crate) const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 /// See [`RBAC_GROUP`].
-pub(crate) const ADMISSIONREGISTRATION_GROUP: &str = "admissionregistration.k8s.io";
+pub const ADMISSIONREGISTRATION_GROUP: &str = "admissionregistration.k8s.io";
 /// See [`RBAC_GROUP`].
-pub(crate) const APIREGISTRATION_GROUP: &str = "apiregistration.k8s.io";
+pub const APIREGISTRATION_GROUP: &str = "apiregistration.k8s.io";
 
 /// All verbs of a read-write resource.
 pub const ALL_VERBS: [&str; 8] = [
@@ -606,7 +620,7 @@ impl Catalog {
     /// The root discovery document, `/api` (`core`) or `/apis`, as `out`, with its ETag:
     /// rendered once per catalog. `server_address` (only `/api` in the legacy form shows
     /// it) must be the same on every call: it is the server's advertised address.
-    pub(crate) fn root_discovery(
+    pub fn root_discovery(
         &self,
         core: bool,
         out: DiscoveryOutput,
@@ -622,7 +636,7 @@ impl Catalog {
     }
 
     /// The OpenAPI documents of this catalog, built on first use.
-    pub(crate) fn openapi(&self) -> &crate::openapi::Documents {
+    pub fn openapi(&self) -> &crate::openapi::Documents {
         self.openapi.get_or_init(|| crate::openapi::build(self))
     }
 

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use wasmgate_apimachinery::media::DiscoveryOutput;
 
-use crate::registry::{Catalog, ResourceType};
+use crate::{Catalog, ResourceType};
 
 /// `GET /api` (`core`) or `GET /apis` as `out`: the body and its ETag (the quoted
 /// lower-hex SHA-256 of the body). Cached per catalog by [`Catalog::root_discovery`].
@@ -193,7 +193,7 @@ pub fn aggregated(cat: &Catalog, core: bool, out: DiscoveryOutput) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{Registry, builtin_types};
+    use crate::{Registry, builtin_types};
 
     #[test]
     fn disc_03_aggregated_has_names_scope_and_short_names() {

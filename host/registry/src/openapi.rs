@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha512};
 
 use crate::openapi_text as text;
-use crate::registry::{Catalog, ResourceType};
+use crate::{Catalog, ResourceType};
 
 /// All definitions of built-in kinds, by OpenAPI name (`io.k8s.api.core.v1.ConfigMap`).
 pub fn builtin_definitions() -> &'static Map<String, Value> {
@@ -632,7 +632,7 @@ fn collect_refs(v: &Value, out: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{Registry, builtin_types};
+    use crate::{Registry, builtin_types};
 
     #[test]
     fn gap_01_documents_carry_what_kubectl_reads() {

@@ -12,6 +12,7 @@
 //! Errors display as Go's HTTP client errors appear in kube-apiserver messages
 //! (`Post "URL": context deadline exceeded`), so that callers can embed them in
 //! `failed calling webhook "NAME": failed to call webhook: <error>`.
+#![forbid(unsafe_code)]
 
 use std::collections::HashMap;
 use std::error::Error as StdError;
@@ -36,15 +37,15 @@ use sha2::{Digest as _, Sha256};
 
 /// Where a call goes: an https URL and how its certificate is verified.
 #[derive(Clone, Debug)]
-pub(crate) struct Target {
+pub struct Target {
     /// `https://host[:port]/path?query`; the certificate must be valid for `host`.
-    pub(crate) url: Uri,
+    pub url: Uri,
     /// PEM CA certificates; `None` = the system's trust roots.
-    pub(crate) ca_bundle: Option<Bytes>,
+    pub ca_bundle: Option<Bytes>,
     /// The client certificate presented (the aggregation layer's front-proxy identity).
-    pub(crate) identity: Option<Arc<Identity>>,
+    pub identity: Option<Arc<Identity>>,
     /// Accept any server certificate (an `APIService`'s `insecureSkipTLSVerify`).
-    pub(crate) insecure: bool,
+    pub insecure: bool,
 }
 
 impl Default for Target {
@@ -60,21 +61,21 @@ impl Default for Target {
 
 /// A TLS client certificate chain and its key, PEM.
 #[derive(Clone, Debug)]
-pub(crate) struct Identity {
-    pub(crate) cert_pem: Bytes,
-    pub(crate) key_pem: Bytes,
+pub struct Identity {
+    pub cert_pem: Bytes,
+    pub key_pem: Bytes,
 }
 
 /// A whole reply: any status (the caller decides what a non-2xx means) and the body.
 #[derive(Clone, Debug)]
-pub(crate) struct Reply {
-    pub(crate) status: StatusCode,
-    pub(crate) body: Bytes,
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Bytes,
 }
 
 /// Why a call failed. Each message starts with `Post "URL": `.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum OutboundError {
+pub enum OutboundError {
     /// The URL is not `https://host[:port]/...` (nothing was sent).
     #[error("Post {url:?}: {reason}")]
     BadUrl { url: String, reason: String },
@@ -114,7 +115,7 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// The outbound HTTPS client: one connection pool per trust configuration, created lazily.
 /// Shared behind an `Arc`; calls never hold the lock while waiting on the network.
-pub(crate) struct Outbound {
+pub struct Outbound {
     clients: Mutex<HashMap<TrustKey, HttpsClient>>,
 }
 
@@ -135,7 +136,7 @@ impl Default for Outbound {
 
 impl Outbound {
     /// An outbound client with no connection yet.
-    pub(crate) fn new() -> Outbound {
+    pub fn new() -> Outbound {
         Outbound {
             clients: Mutex::new(HashMap::new()),
         }
@@ -144,7 +145,7 @@ impl Outbound {
     /// POSTs `body` (Content-Type/Accept `content_type`) to `target` and returns the whole
     /// reply, at most `max_body` bytes (else `BodyTooLarge`), all within `timeout` (else
     /// `Timeout`).
-    pub(crate) async fn post(
+    pub async fn post(
         &self,
         target: &Target,
         content_type: &str,
@@ -182,7 +183,7 @@ impl Outbound {
     /// Sends `request` (its URI is the target's URL, path and query included) and returns
     /// the reply as it streams in: `timeout` bounds the wait for its head only (a watch
     /// streams for as long as it lasts).
-    pub(crate) async fn send(
+    pub async fn send(
         &self,
         target: &Target,
         request: Request<Full<Bytes>>,

@@ -5,7 +5,7 @@
 
 /// The description of a query parameter, by name; `patch` selects the longer
 /// `fieldManager` text that mentions apply.
-pub(crate) fn query_parameter(name: &str, patch: bool) -> &'static str {
+pub fn query_parameter(name: &str, patch: bool) -> &'static str {
     match name {
         "allowWatchBookmarks" => {
             "allowWatchBookmarks requests watch events with type \"BOOKMARK\". Servers that do not implement bookmarks may ignore this flag and bookmarks are sent at the server's discretion. Clients should not assume bookmarks are returned at any specific interval, nor may they assume the server will send any BOOKMARK event during a session. If this is not a watch, this field is ignored."
@@ -67,10 +67,10 @@ pub(crate) fn query_parameter(name: &str, patch: bool) -> &'static str {
 }
 
 /// The `namespace` path parameter.
-pub(crate) const NAMESPACE: &str = "object name and auth scope, such as for teams and projects";
+pub const NAMESPACE: &str = "object name and auth scope, such as for teams and projects";
 
 /// The `name` path parameter of objects of `kind`.
-pub(crate) fn name(kind: &str) -> String {
+pub fn name(kind: &str) -> String {
     format!("name of the {kind}")
 }
 
@@ -88,7 +88,7 @@ fn article(noun: &str) -> &'static str {
 /// The description kube's endpoint installer gives an operation: `action` is the
 /// `x-kubernetes-action` (`list`, `post`, `get`, `put`, `patch`, `delete`,
 /// `deletecollection`), `subresource` the subresource path segment, if any.
-pub(crate) fn operation(action: &str, kind: &str, subresource: Option<&str>) -> String {
+pub fn operation(action: &str, kind: &str, subresource: Option<&str>) -> String {
     let of_the = match subresource {
         Some(sub) => format!("{sub} of the specified {kind}"),
         None => format!("the specified {kind}"),

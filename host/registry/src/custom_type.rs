@@ -1,7 +1,7 @@
 //! The model of a custom resource type, as the registry holds it: what a CRD defines per
 //! version (schema, rules, subresources, printer columns) and how its versions convert.
-//! Built from a stored CRD by [`crate::custom`], which also holds what the custom
-//! resource strategy does with it.
+//! Built from a stored CRD by the API server's `custom` module, which also holds what
+//! the custom resource strategy does with it.
 
 use std::sync::Arc;
 
@@ -24,28 +24,28 @@ pub struct CustomType {
     /// The CRD's uid: a CRD deleted and created again is another type.
     pub crd_uid: String,
     /// Every version of the CRD, in spec order; shared by every type built from the same
-    /// spec (see [`crate::custom::reuse`]).
+    /// spec (see the API server's `custom::reuse`).
     pub versions: Arc<[CustomVersion]>,
     /// The group/kind, for messages.
-    pub(crate) group: String,
-    pub(crate) kind: String,
+    pub group: String,
+    pub kind: String,
     /// The CRD's `metadata.generation`: while it (and the uid) stays, so does the spec.
-    pub(crate) generation: Option<i64>,
+    pub generation: Option<i64>,
     /// Whether the CRD is being deleted (its objects may be read and deleted, not created).
     pub terminating: bool,
     /// What converts between versions (`spec.conversion.strategy: Webhook`); `None`:
     /// only `apiVersion` changes.
-    pub(crate) conversion: Option<Conversion>,
+    pub conversion: Option<Conversion>,
 }
 
 /// What converts objects of a custom resource between its versions.
 #[derive(Debug, Clone)]
-pub(crate) enum Conversion {
+pub enum Conversion {
     /// `clientConfig.url: wasm://NAME`: the `WasmPlugin`'s `convert`.
     Plugin(String),
     /// An HTTPS conversion webhook (`ConversionReview` v1); `Err`: why it cannot be
     /// called (every conversion then fails with it).
-    Webhook(Result<crate::outbound::Target, String>),
+    Webhook(Result<wasmgate_outbound::Target, String>),
 }
 
 /// One version of a custom resource type.
