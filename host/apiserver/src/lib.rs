@@ -1,22 +1,27 @@
 //! # wasmgate-apiserver
 //!
-//! The Kubernetes REST and watch protocol over a [`wasmgate_storage::Store`]: discovery,
-//! OpenAPI, the verbs for built-in types, namespace lifecycle, health, and serving over
-//! HTTPS (HTTP/1.1 and HTTP/2) with client-certificate authentication.
+//! The Kubernetes REST and watch protocol over a [`wasmgate_storage::Store`]: the request
+//! stack, the verbs for built-in and custom types, admission, RBAC, audit, CRDs, the
+//! aggregation layer and the controllers. [`ApiServer`] is the [`wasmgate_server::Handler`]
+//! that `wasmgate-server` serves.
 //!
 //! ## Layout
-//! * [`serve`]: accept loop, TLS, authentication, graceful shutdown.
+//! * `stack`: the filters every request passes (deadline, in-flight share, authentication
+//!   of tokens, impersonation, audit, authorization), then `handler`.
 //! * `handler`: routing of one request, the single place errors become `Status`.
 //! * `verbs`: one module per Kubernetes verb, plus the shared write path.
-//! * [`registry`]: resource types as data; `builtin`: what the built-in kinds' strategies do.
-//! * `discovery`, `openapi`, `health`, `version`: the non-resource endpoints.
-//! * `namespaces`: the namespace controller (content deletion, then finalization).
+//! * `builtin`, `custom`, `kinds`: what the built-in and custom kinds' strategies do.
+//! * `webhooks`, `policies`, `plugins`: the three kinds of admitter.
+//! * `namespaces`, `gc`, `crd_controller`: controllers; they write through
+//!   [`wasmgate_apiserver_core::client::Client`], which `internal` implements.
 //! * `events`: the validation of Events in both groups (`events.k8s.io/v1` is a view of the
 //!   core Events; the conversion is `wasmgate_apimachinery::events`).
 //! * `reviews`: the create-only reviews (access reviews, `TokenReview`).
 //!
-//! This crate names no storage engine, wasmtime or tikv-client: plugins run through
-//! `wasmgate-plugin-runtime`, the one crate that names wasmtime.
+//! Below it: `wasmgate-registry` (resource types, discovery, OpenAPI), `wasmgate-auth`,
+//! `wasmgate-outbound`, `wasmgate-apiserver-core`. This crate names no storage engine,
+//! wasmtime or tikv-client: plugins run through `wasmgate-plugin-runtime`, the one crate
+//! that names wasmtime.
 //!
 //! ## Cancel safety
 //! Dropping a request future (client gone) never leaves a partial write: a write is one
