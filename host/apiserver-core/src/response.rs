@@ -49,3 +49,15 @@ pub fn bytes_response(
 pub fn header_str(h: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
+
+/// Responses at least this large are compressed when the client accepts gzip (`GZIP-01`).
+pub const GZIP_MIN_BYTES: u64 = 128 * 1024;
+
+/// Whether an `Accept-Encoding` value takes gzip (and not with `q=0`).
+pub fn accepts_gzip(v: &str) -> bool {
+    v.split(',').any(|e| {
+        let mut parts = e.split(';');
+        let name = parts.next().unwrap_or("").trim();
+        name.eq_ignore_ascii_case("gzip") && !parts.any(|p| p.trim() == "q=0")
+    })
+}

@@ -36,7 +36,7 @@ use wasmgate_storage::ReadAt;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::outbound::{Identity, Target};
-use crate::stack::Call;
+use crate::request::Call;
 use crate::{Inner, User};
 
 /// The API group of `APIService`.

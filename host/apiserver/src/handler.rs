@@ -17,8 +17,8 @@ use wasmgate_apimachinery::status::Status;
 use crate::body::{Body, discard_body, read_body, within_body_timeout};
 use crate::error::{ApiError, ApiResult};
 use crate::health::{self, Check};
+use crate::request::Call;
 use crate::response::{bytes_response, header_str};
-use crate::stack::Call;
 use crate::{Inner, discovery, verbs, version};
 
 fn json_value_response(v: &Value) -> Response<Body> {
@@ -437,6 +437,7 @@ where
 impl verbs::Ctx {
     /// Whether the client takes gzip (`Accept-Encoding`).
     pub(crate) fn accepts_gzip(&self) -> bool {
-        header_str(&self.headers, header::ACCEPT_ENCODING).is_some_and(crate::stack::accepts_gzip)
+        header_str(&self.headers, header::ACCEPT_ENCODING)
+            .is_some_and(crate::response::accepts_gzip)
     }
 }

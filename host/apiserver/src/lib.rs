@@ -31,6 +31,7 @@
 
 mod aggregator;
 pub mod audit;
+mod authn;
 mod builtin;
 mod controller;
 mod crd;
@@ -48,6 +49,7 @@ mod namespaces;
 pub mod plugins;
 mod policies;
 mod rbac;
+mod request;
 mod reviews;
 mod stack;
 mod verbs;

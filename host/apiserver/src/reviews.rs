@@ -14,10 +14,10 @@ use wasmgate_apimachinery::media;
 use wasmgate_apimachinery::request_info::{ResourceRequest, Verb};
 use wasmgate_apimachinery::status::Status;
 
+use crate::authn::TokenAuth;
 use crate::body::Body;
 use crate::error::ApiResult;
 use crate::rbac::{self, Attributes, ResourceAttributes};
-use crate::stack::TokenAuth;
 use crate::{Inner, User};
 
 /// Whether `r` names a review resource.
@@ -184,7 +184,7 @@ async fn token_review(inner: &Inner, spec: &Value) -> ApiResult<Value> {
         asked
     };
     Ok(
-        match crate::stack::authenticate_token(inner, token, &audiences).await? {
+        match crate::authn::authenticate_token(inner, token, &audiences).await? {
             TokenAuth::Authenticated(t) => {
                 let mut user = json!({"username": t.user.name});
                 if !t.uid.is_empty() {

@@ -38,70 +38,15 @@ use std::time::Duration;
 use futures_util::FutureExt as _;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, header};
 use wasmgate_apimachinery::options::Query;
-use wasmgate_apimachinery::request_info::{self, RequestInfo, RequestInfoError, Verb};
+use wasmgate_apimachinery::request_info::{self, RequestInfo, Verb};
 use wasmgate_apimachinery::status::Status;
 
 use crate::body::{self, Body};
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
-use crate::response::header_str;
+use crate::request::Call;
+use crate::response::{GZIP_MIN_BYTES, accepts_gzip, header_str};
 use crate::{Inner, User, rbac};
-
-/// What the filters learn about a request, passed down the stack.
-#[derive(Debug)]
-pub(crate) struct Call {
-    /// The request's method.
-    pub(crate) method: Method,
-    /// The path, percent-decoded (Go's `url.URL.Path`: `a%2Db` names `a-b`).
-    pub(crate) path: String,
-    /// The query parameters.
-    pub(crate) query: Query,
-    /// What the path asks for; `Err` when it asks for nothing this server has (the
-    /// handler answers `404`/`405`, after authentication).
-    pub(crate) info: Result<RequestInfo, RequestInfoError>,
-    /// Who is calling (after [`authenticate`]), then whom the request acts as (after
-    /// [`impersonate`]).
-    pub(crate) user: User,
-    /// The user [`impersonate`] switched to, for the audit event.
-    pub(crate) impersonated: Option<User>,
-    /// Warnings for the client (`Warning: 299 - "..."` headers).
-    pub(crate) warnings: Vec<String>,
-    /// Audit annotations admission left, for the audit event.
-    pub(crate) audit_annotations: Vec<(String, String)>,
-}
-
-impl Call {
-    /// The resource request, if that is what this is.
-    pub(crate) fn resource(&self) -> Option<&request_info::ResourceRequest> {
-        match &self.info {
-            Ok(RequestInfo::Resource(r)) => Some(r),
-            _ => None,
-        }
-    }
-
-    /// Long-running requests (watches) end on their own terms, not by a deadline, and
-    /// hold no place in the in-flight budget.
-    fn long_running(&self) -> bool {
-        self.resource().is_some_and(|r| r.verb == Verb::Watch)
-    }
-
-    /// Whether the request may change something (kube's in-flight kinds: everything but
-    /// get, list and watch is `mutating`).
-    fn mutating(&self) -> bool {
-        match self.resource() {
-            Some(r) => !matches!(r.verb, Verb::Get | Verb::List | Verb::Watch),
-            None => !matches!(self.method, Method::GET | Method::HEAD),
-        }
-    }
-
-    /// The verb authorization and audit see: the resource verb, else the method's.
-    pub(crate) fn verb(&self) -> String {
-        match self.resource() {
-            Some(r) => r.verb.as_str().to_owned(),
-            None => self.method.as_str().to_ascii_lowercase(),
-        }
-    }
-}
 
 /// Paths anyone may read, without credentials (kube's `system:public-info-viewer`).
 fn is_public(path: &str) -> bool {
@@ -343,7 +288,7 @@ fn peer_ip<B>(req: &Request<B>) -> Option<std::net::IpAddr> {
 }
 
 /// The user of a request without a client certificate that presents a bearer token
-/// (`Authorization: Bearer …`): [`authenticate_token`] for this server's audience, else
+/// (`Authorization: Bearer …`): [`crate::authn::authenticate_token`] for this server's audience, else
 /// 401. A certificate's user wins over a token, as in kube's union authenticator.
 async fn bearer_user(
     inner: &Inner,
@@ -360,103 +305,12 @@ async fn bearer_user(
     else {
         return Ok(None);
     };
-    match authenticate_token(inner, token, &[crate::sa_token::ISSUER]).await? {
-        TokenAuth::Authenticated(t) => Ok(Some(t.user)),
-        TokenAuth::Refused(_) => Err(Status::failure(401, "Unauthorized", "Unauthorized").into()),
-    }
-}
-
-/// What the gateway's token authenticators make of a bearer token (kube's bearer-token
-/// authenticator over its token union): the request's own token, or a `TokenReview`'s.
-pub(crate) enum TokenAuth {
-    /// Who the token is.
-    Authenticated(TokenUser),
-    /// Not accepted, and why in kube's words (`invalid bearer token` when no
-    /// authenticator recognised it).
-    Refused(String),
-}
-
-/// The user a token authenticates, as a `TokenReview` reports it.
-pub(crate) struct TokenUser {
-    pub(crate) user: User,
-    /// The token file's uid, or the service account's.
-    pub(crate) uid: String,
-    /// kube's extra values (a service account token's `credential-id`).
-    pub(crate) extra: Vec<(String, Vec<String>)>,
-    /// The audiences the token was accepted for, of those asked.
-    pub(crate) audiences: Vec<String>,
-}
-
-/// Authenticates `token` for `audiences` (this server's, [`crate::sa_token::ISSUER`],
-/// for a request's own token): a line of the token file (audience-agnostic: accepted for
-/// this server's audience only, as kube wraps such authenticators), else a service
-/// account token the gateway signed for one of `audiences`, current, whose account still
-/// exists with the uid it names.
-pub(crate) async fn authenticate_token(
-    inner: &Inner,
-    token: &str,
-    audiences: &[&str],
-) -> ApiResult<TokenAuth> {
-    const INVALID: &str = "invalid bearer token";
-    let ours = crate::sa_token::ISSUER;
-    if let Some((user, uid)) = inner.options.tokens.lookup(token) {
-        if !audiences.contains(&ours) {
-            return Ok(TokenAuth::Refused(INVALID.into()));
+    match crate::authn::authenticate_token(inner, token, &[crate::sa_token::ISSUER]).await? {
+        crate::authn::TokenAuth::Authenticated(t) => Ok(Some(t.user)),
+        crate::authn::TokenAuth::Refused(_) => {
+            Err(Status::failure(401, "Unauthorized", "Unauthorized").into())
         }
-        return Ok(TokenAuth::Authenticated(TokenUser {
-            user: user.clone(),
-            uid: uid.to_owned(),
-            extra: Vec::new(),
-            audiences: vec![ours.to_owned()],
-        }));
     }
-    let claims = match crate::sa_token::check(&inner.sa_signer, token, audiences) {
-        Ok(c) => c,
-        Err(why) => return Ok(TokenAuth::Refused(why.unwrap_or_else(|| INVALID.into()))),
-    };
-    let key = format!("core/serviceaccounts/{}/{}", claims.namespace, claims.name);
-    let account = match inner
-        .store
-        .get(&key, wasmgate_storage::ReadAt::Latest)
-        .await
-    {
-        Ok((_, Some(v))) => crate::object::from_stored(&v.value).ok(),
-        Ok((_, None)) => None,
-        Err(e) => {
-            return Err(ApiError::internal(format!(
-                "reading the service account of a token: {e}"
-            )));
-        }
-    };
-    let Some(account) = account else {
-        return Ok(TokenAuth::Refused(format!(
-            "serviceaccounts \"{}\" not found",
-            claims.name
-        )));
-    };
-    let uid = crate::object::meta_str(&account, "uid").unwrap_or("");
-    if uid != claims.uid {
-        return Ok(TokenAuth::Refused(format!(
-            "service account UID ({uid}) does not match claim ({})",
-            claims.uid
-        )));
-    }
-    let extra = claims
-        .id
-        .iter()
-        .map(|jti| {
-            (
-                "authentication.kubernetes.io/credential-id".to_owned(),
-                vec![format!("JTI={jti}")],
-            )
-        })
-        .collect();
-    Ok(TokenAuth::Authenticated(TokenUser {
-        user: crate::sa_token::user_of(&claims.namespace, &claims.name),
-        uid: claims.uid,
-        extra,
-        audiences: claims.audiences,
-    }))
 }
 
 /// 5. An audit event when the response is complete (the request body read first when the
@@ -842,23 +696,12 @@ fn check_access(
     }
 }
 
-/// Responses at least this large are compressed when the client accepts gzip (`GZIP-01`).
-pub(crate) const GZIP_MIN_BYTES: u64 = 128 * 1024;
-
 /// Whether the response to `call` may be gzipped: a get or list of resources by a client
 /// that takes gzip (`Accept-Encoding`).
 fn compressible(call: &Call, headers: &HeaderMap) -> bool {
     call.resource()
         .is_some_and(|r| matches!(r.verb, Verb::Get | Verb::List))
         && header_str(headers, header::ACCEPT_ENCODING).is_some_and(accepts_gzip)
-}
-
-pub(crate) fn accepts_gzip(v: &str) -> bool {
-    v.split(',').any(|e| {
-        let mut parts = e.split(';');
-        let name = parts.next().unwrap_or("").trim();
-        name.eq_ignore_ascii_case("gzip") && !parts.any(|p| p.trim() == "q=0")
-    })
 }
 
 /// Compresses a complete (non-streaming) body of at least [`GZIP_MIN_BYTES`].

@@ -155,7 +155,7 @@ pub(super) async fn respond(
     // page under it with nothing after it stays plain).
     let first_bytes = batch.iter().map(|b| b.len() as u64).sum::<u64>();
     let compress =
-        ctx.accepts_gzip() && (!source.done() || first_bytes >= crate::stack::GZIP_MIN_BYTES);
+        ctx.accepts_gzip() && (!source.done() || first_bytes >= crate::response::GZIP_MIN_BYTES);
     let mut sink = Sink::new(compress);
     let (tx, rx) = mpsc::channel(PAGES_IN_FLIGHT);
     let ctx = ctx.detached();
