@@ -1,8 +1,8 @@
 //! The client the API server's own parts use to reach its API (kube's loopback client):
 //! the controllers, the aggregator's status writes and the start-up writes go through the
 //! same request pipeline as clients' requests (authorization and admission included), as
-//! a named system user, and never call the handler directly. The server implements
-//! [`Client`]; tests may implement it over anything that answers.
+//! a named system user, and never call the handler directly. The API server implements
+//! [`Client`] over its own request stack.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -170,4 +170,94 @@ pub async fn apply(
         Some(put)
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    /// Answers each request with the next scripted answer and records what was asked.
+    struct Scripted {
+        answers: Mutex<Vec<(u16, Value)>>,
+        asked: Mutex<Vec<String>>,
+    }
+
+    impl Client for Scripted {
+        fn call<'a>(
+            &'a self,
+            _user: User,
+            method: Method,
+            path: &'a str,
+            _content_type: &'a str,
+            _body: Option<&'a Value>,
+        ) -> Answer<'a> {
+            self.asked
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(format!("{method} {path}"));
+            let next = self
+                .answers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(0);
+            Box::pin(async move { Ok(next) })
+        }
+    }
+
+    /// Issue 28, item 3: a replica whose create loses to another replica's (`409`) reads
+    /// the winner's object and accepts it, rather than failing its start.
+    #[tokio::test]
+    async fn ensure_accepts_the_object_another_writer_created_first() {
+        let client = Scripted {
+            answers: Mutex::new(vec![
+                (404, json!({"kind": "Status"})),
+                (409, json!({"kind": "Status", "message": "already exists"})),
+                (200, json!({"metadata": {"name": "n"}})),
+            ]),
+            asked: Mutex::new(Vec::new()),
+        };
+        let desired = json!({"metadata": {"name": "n"}});
+        ensure(
+            &client,
+            system_user(),
+            "/api/v1/namespaces",
+            "n",
+            &desired,
+            |_| None,
+        )
+        .await
+        .expect("the winner's object is fine as it is");
+        assert_eq!(
+            *client.asked.lock().unwrap_or_else(|p| p.into_inner()),
+            [
+                "GET /api/v1/namespaces/n",
+                "POST /api/v1/namespaces",
+                "GET /api/v1/namespaces/n"
+            ]
+        );
+    }
+
+    /// `put`: a precondition lost (`409`) or the object gone (`404`) is `None`, for the
+    /// controller's next pass; other failures are errors with the Status message.
+    #[tokio::test]
+    async fn put_reports_lost_races_as_none_and_failures_as_errors() {
+        let client = Scripted {
+            answers: Mutex::new(vec![
+                (409, json!({})),
+                (404, json!({})),
+                (403, json!({"message": "forbidden"})),
+            ]),
+            asked: Mutex::new(Vec::new()),
+        };
+        let obj = json!({});
+        assert_eq!(put(&client, system_user(), "/p", &obj).await, Ok(None));
+        assert_eq!(put(&client, system_user(), "/p", &obj).await, Ok(None));
+        assert_eq!(
+            put(&client, system_user(), "/p", &obj).await,
+            Err("403 forbidden".to_owned())
+        );
+    }
 }
