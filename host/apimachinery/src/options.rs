@@ -482,6 +482,13 @@ impl WriteOptions {
     }
 }
 
+/// The finalizer that orphans an object's dependents before it goes (metav1's
+/// `FinalizerOrphanDependents`).
+pub const FINALIZER_ORPHAN_DEPENDENTS: &str = "orphan";
+/// The finalizer that deletes an object's dependents before it goes (metav1's
+/// `FinalizerDeleteDependents`, a `Foreground` deletion).
+pub const FINALIZER_DELETE_DEPENDENTS: &str = "foregroundDeletion";
+
 /// `propagationPolicy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PropagationPolicy {

@@ -60,6 +60,31 @@ pub fn is_deleting(obj: &Value) -> bool {
         .is_some_and(|v| !v.is_null())
 }
 
+/// The namespace finalizer the namespace controller owns (`spec.finalizers`).
+pub const NAMESPACE_FINALIZER: &str = "kubernetes";
+
+/// Whether finalizers keep an object in storage once it is deleted: `metadata.finalizers`,
+/// and for a namespace `spec.finalizers` too (`DEL-01`, `URL-10`).
+pub fn has_finalizers(obj: &Value) -> bool {
+    let is_namespace = || {
+        obj.get("kind").and_then(Value::as_str) == Some("Namespace")
+            && obj.get("apiVersion").and_then(Value::as_str) == Some("v1")
+    };
+    let spec_finalizers = || {
+        obj.get("spec")
+            .and_then(|s| s.get("finalizers"))
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty())
+    };
+    !finalizers(obj).is_empty() || (is_namespace() && spec_finalizers())
+}
+
+/// Whether a deleting object may now leave storage: it has no finalizers left
+/// ([`has_finalizers`]).
+pub fn removal_due(obj: &Value) -> bool {
+    is_deleting(obj) && !has_finalizers(obj)
+}
+
 /// Now, as RFC 3339 with seconds (`2021-06-20T07:35:27Z`) (`META-06`).
 pub fn now_rfc3339() -> String {
     rfc3339(time::OffsetDateTime::now_utc())

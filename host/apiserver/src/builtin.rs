@@ -5,42 +5,14 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use wasmgate_apimachinery::validation::{self as v, FieldError};
 
-use crate::object::{meta, meta_mut};
+use crate::object::{NAMESPACE_FINALIZER, meta, meta_mut};
 use crate::registry::{Builtin, ResourceType};
 
-/// The namespace finalizer the namespace controller owns.
-pub const NAMESPACE_FINALIZER: &str = "kubernetes";
 /// The label kube-apiserver puts on every namespace.
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// Namespaces that may not be deleted.
 pub const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
-/// Namespaces created at start.
-pub const BOOTSTRAP_NAMESPACES: [&str; 4] =
-    ["default", "kube-system", "kube-public", "kube-node-lease"];
-
 const MAX_DATA_BYTES: usize = 1024 * 1024;
-
-/// Whether finalizers keep an object in storage once it is deleted: `metadata.finalizers`,
-/// and for a namespace `spec.finalizers` too (`DEL-01`, `URL-10`).
-pub fn has_finalizers(obj: &Value) -> bool {
-    let is_namespace = || {
-        obj.get("kind").and_then(Value::as_str) == Some("Namespace")
-            && obj.get("apiVersion").and_then(Value::as_str) == Some("v1")
-    };
-    let spec_finalizers = || {
-        obj.get("spec")
-            .and_then(|s| s.get("finalizers"))
-            .and_then(Value::as_array)
-            .is_some_and(|f| !f.is_empty())
-    };
-    !crate::object::finalizers(obj).is_empty() || (is_namespace() && spec_finalizers())
-}
-
-/// Whether a deleting object may now leave storage: it has no finalizers left
-/// ([`has_finalizers`]).
-pub fn removal_due(obj: &Value) -> bool {
-    crate::object::is_deleting(obj) && !has_finalizers(obj)
-}
 
 /// Name validation of a type: DNS-1123 label for namespaces, a path segment for RBAC
 /// objects (`system:basic-user`), a DNS-1123 subdomain otherwise.

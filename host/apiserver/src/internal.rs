@@ -1,11 +1,16 @@
 //! The server's side of [`Client`]: the requests its own parts make (the garbage
 //! collector's deletes, the plugin controller's status updates, the CRDs it installs) go
-//! through the same request stack as clients' requests, admission included.
+//! through the same request stack as clients' requests, admission included; and the
+//! [`Context`] the controllers get: that client, the store to read and watch, the types.
 
 use bytes::Bytes;
 use http::{Method, Request, header};
 use http_body_util::{BodyExt as _, Full};
 use serde_json::Value;
+use tokio::sync::watch;
+use wasmgate_controllers::Context;
+use wasmgate_registry::Registry;
+use wasmgate_storage::Store;
 
 use crate::client::{Answer, Client};
 use crate::{Inner, User};
@@ -46,5 +51,23 @@ impl Client for Inner {
                 .unwrap_or_default();
             Ok((code, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
         })
+    }
+}
+
+impl Context for Inner {
+    fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn types(&self) -> &Registry {
+        &self.registry
+    }
+
+    fn shutdown(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    fn resync(&self) -> std::time::Duration {
+        self.options.namespace_resync
     }
 }

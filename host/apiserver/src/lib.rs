@@ -12,13 +12,16 @@
 //! * `verbs`: one module per Kubernetes verb, plus the shared write path.
 //! * `builtin`, `custom`, `kinds`: what the built-in and custom kinds' strategies do.
 //! * `webhooks`, `policies`, `plugins`: the three kinds of admitter.
-//! * `namespaces`, `gc`, `crd_controller`: controllers; they write through
-//!   [`wasmgate_apiserver_core::client::Client`], which `internal` implements.
+//! * `crd_controller`: the controller that serves the stored CRDs; the garbage collector
+//!   and the namespace controller are `wasmgate-controllers`. Controllers write through
+//!   [`wasmgate_apiserver_core::client::Client`]; `internal` implements it, and the
+//!   [`wasmgate_controllers::Context`] they get.
 //! * `events`: the validation of Events in both groups (`events.k8s.io/v1` is a view of the
 //!   core Events; the conversion is `wasmgate_apimachinery::events`).
 //! * `reviews`: the create-only reviews (access reviews, `TokenReview`).
 //!
-//! Below it: `wasmgate-registry` (resource types, discovery, OpenAPI), `wasmgate-auth`,
+//! Below it: `wasmgate-controllers`, `wasmgate-registry` (resource types, discovery,
+//! OpenAPI), `wasmgate-auth`,
 //! `wasmgate-outbound`, `wasmgate-apiserver-core`. This crate names no storage engine,
 //! wasmtime or tikv-client: plugins run through `wasmgate-plugin-runtime`, the one crate
 //! that names wasmtime.
@@ -33,19 +36,16 @@ mod aggregator;
 pub mod audit;
 mod authn;
 mod builtin;
-mod controller;
 mod crd;
 mod crd_controller;
 pub mod custom;
 mod events;
-mod gc;
 mod handler;
 mod health;
 mod internal;
 mod kinds;
 mod limits;
 mod metrics;
-mod namespaces;
 pub mod plugins;
 mod policies;
 mod rbac;
@@ -69,6 +69,9 @@ use wasmgate_auth::{authn_token, sa_token};
 use wasmgate_outbound as outbound;
 use wasmgate_registry as registry;
 use wasmgate_registry::{discovery, openapi, version};
+// The controller loop the indexes (RBAC, webhooks, APIServices) and the CRD controller share.
+use wasmgate_controllers as controller;
+use wasmgate_controllers::{gc, namespaces};
 
 pub use body::Body;
 pub use version::GIT_VERSION;
@@ -241,7 +244,10 @@ impl ApiServer {
             aggregator: watch::Sender::new(Arc::new(aggregator::Index::default())),
             probes: aggregator::Probes::default(),
         });
-        namespaces::bootstrap(&inner)
+        // What the controllers may touch (`wasmgate_controllers::Context`).
+        let controllers: std::sync::Weak<dyn wasmgate_controllers::Context> =
+            Arc::downgrade(&inner) as std::sync::Weak<Inner>;
+        namespaces::bootstrap(inner.as_ref())
             .await
             .map_err(ApiServerError::Bootstrap)?;
         // The index follows the store from the start: each bootstrap write waits for it.
@@ -263,9 +269,9 @@ impl ApiServer {
             .await
             .map_err(ApiServerError::Bootstrap)?;
         inner.bootstrapped.store(true, Ordering::Release);
-        tokio::spawn(namespaces::run(Arc::downgrade(&inner)));
+        tokio::spawn(namespaces::run(controllers.clone()));
         tokio::spawn(crd_controller::run(Arc::downgrade(&inner)));
-        tokio::spawn(gc::run(Arc::downgrade(&inner)));
+        tokio::spawn(gc::run(controllers));
         tokio::spawn(compactor(Arc::downgrade(&inner)));
         tokio::spawn(metrics::run(Arc::downgrade(&inner)));
         // The WasmPlugin type is a CRD: installed once the CRD controller runs.

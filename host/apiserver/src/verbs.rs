@@ -711,7 +711,7 @@ impl Ctx {
             self.store_form(&mut new, stored).await?;
             // The revision read, in the storage form too.
             object::set_resource_version(&mut new, cur.revision);
-            let finished = crate::builtin::removal_due(&new);
+            let finished = crate::object::removal_due(&new);
             let op = if finished {
                 WriteOp::Delete(object::to_stored(&new))
             } else {

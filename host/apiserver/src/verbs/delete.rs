@@ -3,21 +3,24 @@
 //!
 //! `propagationPolicy` / `orphanDependents` become the garbage collector's finalizers
 //! (`orphan`, `foregroundDeletion`) as kube's `genericregistry.Store` sets them; the
-//! collector (`crate::gc`) then orphans or deletes the dependents and removes them.
+//! collector (`wasmgate_controllers::gc`) then orphans or deletes the dependents and removes them.
 
 use bytes::Bytes;
 use http::{Response, StatusCode};
 use serde_json::{Value, json};
-use wasmgate_apimachinery::options::DeleteOptions;
+use wasmgate_apimachinery::options::{
+    DeleteOptions, FINALIZER_DELETE_DEPENDENTS as FOREGROUND,
+    FINALIZER_ORPHAN_DEPENDENTS as ORPHAN, PropagationPolicy,
+};
 use wasmgate_apimachinery::status::{Status, Target};
 use wasmgate_storage::{Precondition, ReadAt, StorageError, Write, WriteOp};
 
 use super::{Ctx, Obj};
 use crate::body::Body;
-use crate::builtin::{IMMORTAL_NAMESPACES, has_finalizers};
+use crate::builtin::IMMORTAL_NAMESPACES;
 use crate::error::{ApiError, ApiResult, storage_error};
 use crate::kinds::{Presenter, present_decoded, present_stored, present_value};
-use crate::object::{self, meta_mut, meta_str};
+use crate::object::{self, has_finalizers, meta_mut, meta_str};
 use crate::registry::Builtin;
 
 /// What a delete did; objects are as the request's version shows them.
@@ -96,7 +99,7 @@ pub(super) async fn delete_one(
         check_preconditions(target, opts, &obj)?;
         ctx.admit_delete(&obj, dry).await?;
         let uid = meta_str(&obj, "uid").unwrap_or("").to_owned();
-        let gc_changed = crate::gc::apply_deletion_finalizers(&mut obj, opts);
+        let gc_changed = apply_deletion_finalizers(&mut obj, opts);
         let pending = has_finalizers(&obj);
         let already_deleting = object::is_deleting(&obj);
         let write = if pending {
@@ -183,4 +186,89 @@ fn check_preconditions(target: Target<'_>, opts: &DeleteOptions, obj: &Value) ->
             .into());
     }
     Ok(())
+}
+
+/// Sets the garbage-collection finalizers a delete with `opts` implies, as kube's
+/// `deletionFinalizersForGarbageCollection` does: an explicit `orphanDependents` or
+/// `propagationPolicy` wins, else a GC finalizer already on the object, else `Background`
+/// (no finalizer). Returns whether the set of finalizers changed.
+fn apply_deletion_finalizers(obj: &mut Value, opts: &DeleteOptions) -> bool {
+    let current = object::finalizers(obj);
+    let has = |f: &str| current.iter().any(|c| c == f);
+    let (orphan, foreground) = match (opts.orphan_dependents, opts.propagation_policy) {
+        (Some(o), _) => (o, false),
+        (None, Some(PropagationPolicy::Orphan)) => (true, false),
+        (None, Some(PropagationPolicy::Foreground)) => (false, true),
+        (None, Some(PropagationPolicy::Background)) => (false, false),
+        (None, None) => (has(ORPHAN) && !has(FOREGROUND), has(FOREGROUND)),
+    };
+    let mut next: Vec<String> = current
+        .iter()
+        .filter(|f| *f != ORPHAN && *f != FOREGROUND)
+        .cloned()
+        .collect();
+    if orphan {
+        next.push(ORPHAN.into());
+    }
+    if foreground {
+        next.push(FOREGROUND.into());
+    }
+    let same = next.len() == current.len() && next.iter().all(|f| has(f));
+    if same {
+        return false;
+    }
+    let m = meta_mut(obj);
+    if next.is_empty() {
+        m.remove("finalizers");
+    } else {
+        m.insert("finalizers".into(), json!(next));
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+    use super::*;
+
+    fn opts(orphan: Option<bool>, policy: Option<PropagationPolicy>) -> DeleteOptions {
+        DeleteOptions {
+            orphan_dependents: orphan,
+            propagation_policy: policy,
+            ..Default::default()
+        }
+    }
+
+    /// GC-01: the finalizers a delete sets, per kube's `deletionFinalizersForGarbageCollection`.
+    #[test]
+    fn deletion_finalizers_follow_the_policy() {
+        let mut o = json!({"metadata": {"finalizers": ["x"]}});
+        assert!(apply_deletion_finalizers(
+            &mut o,
+            &opts(None, Some(PropagationPolicy::Foreground))
+        ));
+        assert_eq!(o["metadata"]["finalizers"], json!(["x", FOREGROUND]));
+        // No options: the finalizer already there is honoured.
+        assert!(!apply_deletion_finalizers(&mut o, &opts(None, None)));
+        // Switching policy replaces one GC finalizer by the other.
+        assert!(apply_deletion_finalizers(
+            &mut o,
+            &opts(None, Some(PropagationPolicy::Orphan))
+        ));
+        assert_eq!(o["metadata"]["finalizers"], json!(["x", ORPHAN]));
+        assert!(apply_deletion_finalizers(&mut o, &opts(Some(false), None)));
+        assert_eq!(o["metadata"]["finalizers"], json!(["x"]));
+        let mut plain = json!({"metadata": {}});
+        assert!(!apply_deletion_finalizers(&mut plain, &opts(None, None)));
+        assert!(!apply_deletion_finalizers(
+            &mut plain,
+            &opts(None, Some(PropagationPolicy::Background))
+        ));
+        assert!(plain["metadata"].get("finalizers").is_none());
+        assert!(apply_deletion_finalizers(
+            &mut plain,
+            &opts(Some(true), None)
+        ));
+        assert_eq!(plain["metadata"]["finalizers"], json!([ORPHAN]));
+    }
 }

@@ -5,35 +5,34 @@
 use std::future::Future;
 use std::sync::{Arc, Weak};
 
-use crate::Inner;
-use crate::client::Client as _;
+use wasmgate_apiserver_core::{User, error, object};
+use wasmgate_registry::ResourceType;
+
+use crate::Context;
 
 /// What one reconcile pass did.
-pub(crate) struct Reconciled {
+pub struct Reconciled {
     /// Work remains (objects held by finalizers): run again after the resync period.
-    pub(crate) pending: bool,
+    pub pending: bool,
     /// The store revision the pass saw; changes after it wake the next pass.
-    pub(crate) revision: u64,
+    pub revision: u64,
 }
 
 /// Runs `reconcile` for the keys under `prefix`, as described above.
-pub(crate) async fn run<F, Fut>(
-    inner: Weak<Inner>,
-    name: &'static str,
-    prefix: &'static str,
-    reconcile: F,
-) where
-    F: Fn(Arc<Inner>) -> Fut,
+pub async fn run<C, F, Fut>(inner: Weak<C>, name: &'static str, prefix: &'static str, reconcile: F)
+where
+    C: Context + ?Sized,
+    F: Fn(Arc<C>) -> Fut,
     Fut: Future<Output = Result<Reconciled, String>>,
 {
     loop {
         let Some(i) = inner.upgrade() else { return };
-        let mut shutdown = i.shutdown.subscribe();
+        let mut shutdown = i.shutdown();
         if *shutdown.borrow() {
             return;
         }
-        let resync = i.options.namespace_resync;
-        let store = i.store.clone();
+        let resync = i.resync();
+        let store = i.store().clone();
         let before = store.revision();
         let done = match reconcile(i).await {
             Ok(r) => r,
@@ -65,31 +64,29 @@ pub(crate) async fn run<F, Fut>(
 
 /// What [`delete_contents`] left behind.
 #[derive(Debug, Default)]
-pub(crate) struct Remaining {
+pub struct Remaining {
     /// Objects still there (held by finalizers, or changed meanwhile).
-    pub(crate) count: usize,
+    pub count: usize,
     /// The finalizers holding them.
-    pub(crate) finalizers: Vec<String>,
+    pub finalizers: Vec<String>,
 }
 
 /// Deletes every object of `rt` (in `namespace`, or in all of them) through the API, as
 /// `user`, as kube's namespace controller and CRD finalizer do: each delete goes through
 /// the write path (validating admission included), objects with finalizers get a
 /// `deletionTimestamp` and stay. At most 32 deletes run at once.
-pub(crate) async fn delete_contents(
-    inner: &std::sync::Arc<Inner>,
-    rt: &crate::registry::ResourceType,
+pub async fn delete_contents(
+    inner: &dyn Context,
+    rt: &ResourceType,
     namespace: Option<&str>,
-    user: &crate::User,
+    user: &User,
 ) -> Result<Remaining, String> {
     use futures_util::StreamExt as _;
     use serde_json::json;
     use wasmgate_storage::ReadAt;
 
-    use crate::object;
-
     let page = inner
-        .store
+        .store()
         .list(
             &rt.namespace_prefix(namespace),
             ReadAt::Latest,
@@ -98,7 +95,7 @@ pub(crate) async fn delete_contents(
             false,
         )
         .await
-        .map_err(|e| crate::error::error_chain(&e))?;
+        .map_err(|e| error::error_chain(&e))?;
     // Objects are addressed at the storage version: no conversion on the way.
     let version = if rt.versions.contains(&rt.storage_version) {
         rt.storage_version.clone()
@@ -177,7 +174,7 @@ pub(crate) async fn delete_contents(
 /// Waits (at most 5 s) until the index a controller keeps in `index` reflects store
 /// revision `revision` (`seen`: the revision an index was built at): a write of what an
 /// index is built from returns once it is in force.
-pub(crate) async fn wait_for_index<T>(
+pub async fn wait_for_index<T>(
     index: &tokio::sync::watch::Sender<Arc<T>>,
     revision: u64,
     seen: impl Fn(&T) -> u64,

@@ -12,17 +12,22 @@ use std::sync::{Arc, Weak};
 use serde_json::{Value, json};
 use wasmgate_storage::ReadAt;
 
-use crate::Inner;
-use crate::builtin::{BOOTSTRAP_NAMESPACES, NAMESPACE_FINALIZER};
-use crate::client::Client as _;
-use crate::object::{self, meta_str};
+use wasmgate_apiserver_core::client::{self, Client as _};
+use wasmgate_apiserver_core::object::{self, NAMESPACE_FINALIZER, meta_str};
+use wasmgate_apiserver_core::{User, error};
+
+use crate::Context;
 
 const PREFIX: &str = "core/namespaces//";
+
+/// Namespaces created at start.
+pub const BOOTSTRAP_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// Creates `default`, `kube-system`, `kube-public` and `kube-node-lease` if missing, through
 /// the API (kube's system-namespaces controller): the create path names, labels and
 /// finalizes them as any namespace.
-pub(crate) async fn bootstrap(inner: &Arc<Inner>) -> Result<(), String> {
+pub async fn bootstrap(inner: &dyn client::Client) -> Result<(), String> {
     for name in BOOTSTRAP_NAMESPACES {
         let obj = json!({
             "apiVersion": "v1",
@@ -31,7 +36,7 @@ pub(crate) async fn bootstrap(inner: &Arc<Inner>) -> Result<(), String> {
         });
         let (code, v) = inner
             .call(
-                crate::client::system_user(),
+                client::system_user(),
                 http::Method::POST,
                 "/api/v1/namespaces",
                 "application/json",
@@ -39,7 +44,7 @@ pub(crate) async fn bootstrap(inner: &Arc<Inner>) -> Result<(), String> {
             )
             .await?;
         if code >= 300 && code != 409 {
-            let why = crate::client::failure(code, &v);
+            let why = client::failure(code, &v);
             return Err(format!("creating namespace {name}: {why}"));
         }
     }
@@ -47,8 +52,8 @@ pub(crate) async fn bootstrap(inner: &Arc<Inner>) -> Result<(), String> {
 }
 
 /// Who the namespace controller's deletes are from (kube's service account of it).
-fn controller_user() -> crate::User {
-    crate::User {
+fn controller_user() -> User {
+    User {
         name: "system:serviceaccount:kube-system:namespace-controller".into(),
         groups: vec![
             "system:serviceaccounts".into(),
@@ -59,22 +64,22 @@ fn controller_user() -> crate::User {
 }
 
 /// The namespace controller.
-pub(crate) async fn run(inner: Weak<Inner>) {
-    crate::controller::run(inner, "namespaces", PREFIX, |i| async move {
-        let revision = i.store.revision();
+pub async fn run(inner: Weak<dyn Context>) {
+    crate::run(inner, "namespaces", PREFIX, |i| async move {
+        let revision = i.store().revision();
         let pending = sweep(&i).await?;
-        Ok(crate::controller::Reconciled { pending, revision })
+        Ok(crate::Reconciled { pending, revision })
     })
     .await;
 }
 
 /// Finalizes every terminating namespace. Returns whether some are still pending.
-async fn sweep(inner: &Arc<Inner>) -> Result<bool, String> {
+async fn sweep(inner: &Arc<dyn Context>) -> Result<bool, String> {
     let page = inner
-        .store
+        .store()
         .list(PREFIX, ReadAt::Latest, None, 0, false)
         .await
-        .map_err(|e| crate::error::error_chain(&e))?;
+        .map_err(|e| error::error_chain(&e))?;
     let mut pending = false;
     for item in page.items {
         let Ok(ns) = object::from_stored(&item.value) else {
@@ -96,8 +101,8 @@ async fn sweep(inner: &Arc<Inner>) -> Result<bool, String> {
 }
 
 /// One pass over a terminating namespace. `Ok(true)` when the namespace is gone.
-async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
-    let catalog = inner.registry.snapshot();
+async fn finalize(inner: &Arc<dyn Context>, ns: &str) -> Result<bool, String> {
+    let catalog = inner.types().snapshot();
     let mut remaining: Vec<(String, usize)> = Vec::new();
     let mut finalizers_left: Vec<String> = Vec::new();
     // Each stored resource once: not the reviews, nor a second view of the same objects
@@ -107,8 +112,7 @@ async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
         .iter()
         .filter(|t| t.namespaced && t.is_stored() && !t.shares_storage())
     {
-        let left =
-            crate::controller::delete_contents(inner, rt, Some(ns), &controller_user()).await?;
+        let left = crate::delete_contents(inner, rt, Some(ns), &controller_user()).await?;
         if left.count > 0 {
             remaining.push((rt.qualified_resource(), left.count));
             for f in left.finalizers {
@@ -135,7 +139,7 @@ async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
         404 => return Ok(true),
         200 => {}
         _ => {
-            let why = crate::client::failure(code, &stored);
+            let why = client::failure(code, &stored);
             return Err(format!("reading namespace {ns}: {why}"));
         }
     }
@@ -149,7 +153,7 @@ async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
         {
             f.retain(|x| x != NAMESPACE_FINALIZER);
         }
-        ("finalize", crate::builtin::removal_due(&obj))
+        ("finalize", object::removal_due(&obj))
     } else {
         set_conditions(&mut obj, &remaining, &finalizers_left);
         ("status", false)
@@ -158,7 +162,7 @@ async fn finalize(inner: &Arc<Inner>, ns: &str) -> Result<bool, String> {
         // Nothing to write: never wake ourselves with our own writes.
         return Ok(false);
     }
-    let written = crate::client::put(
+    let written = client::put(
         inner,
         controller_user(),
         &format!("{path}/{subresource}"),

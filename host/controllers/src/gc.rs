@@ -19,7 +19,7 @@
 //! The collector keeps an index of dependents by owner uid, rebuilt from a scan of the store
 //! at start (so it survives restarts) and kept current by a watch of every key; it holds
 //! only the objects that have owner references. Its writes are API requests through
-//! the loopback [`crate::client::Client`] as the garbage collector's service account, so they pass the
+//! the loopback [`client::Client`] as the garbage collector's service account, so they pass the
 //! same write path (validation, finalizers, admission once plugins exist) as a client's.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -33,18 +33,16 @@ use futures_util::stream::FuturesUnordered;
 use http::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wasmgate_apimachinery::options::{DeleteOptions, PropagationPolicy};
+use wasmgate_apimachinery::options::{
+    FINALIZER_DELETE_DEPENDENTS as FOREGROUND, FINALIZER_ORPHAN_DEPENDENTS as ORPHAN,
+};
 use wasmgate_storage::{Event, EventKind, ReadAt, StorageError, Store};
 
-use crate::client::Client as _;
-use crate::object::{self, meta_mut};
-use crate::registry::{Catalog, ResourceType};
-use crate::{Inner, User};
+use wasmgate_apiserver_core::client::{self, Client as _};
+use wasmgate_apiserver_core::{User, error, object};
+use wasmgate_registry::{Catalog, ResourceType};
 
-/// The finalizer of a foreground deletion.
-pub const FOREGROUND: &str = "foregroundDeletion";
-/// The finalizer that orphans dependents.
-pub const ORPHAN: &str = "orphan";
+use crate::Context;
 
 /// Work items run at once (their writes batch in the store's group commit).
 const CONCURRENCY: usize = 64;
@@ -63,47 +61,6 @@ fn collector_user() -> User {
             "system:authenticated".into(),
         ],
     }
-}
-
-// ---------------------------------------------------------------------------------------
-// The delete verb's part: which finalizers a delete leaves on the object.
-
-/// Sets the garbage-collection finalizers a delete with `opts` implies, as kube's
-/// `deletionFinalizersForGarbageCollection` does: an explicit `orphanDependents` or
-/// `propagationPolicy` wins, else a GC finalizer already on the object, else `Background`
-/// (no finalizer). Returns whether the set of finalizers changed.
-pub(crate) fn apply_deletion_finalizers(obj: &mut Value, opts: &DeleteOptions) -> bool {
-    let current = object::finalizers(obj);
-    let has = |f: &str| current.iter().any(|c| c == f);
-    let (orphan, foreground) = match (opts.orphan_dependents, opts.propagation_policy) {
-        (Some(o), _) => (o, false),
-        (None, Some(PropagationPolicy::Orphan)) => (true, false),
-        (None, Some(PropagationPolicy::Foreground)) => (false, true),
-        (None, Some(PropagationPolicy::Background)) => (false, false),
-        (None, None) => (has(ORPHAN) && !has(FOREGROUND), has(FOREGROUND)),
-    };
-    let mut next: Vec<String> = current
-        .iter()
-        .filter(|f| *f != ORPHAN && *f != FOREGROUND)
-        .cloned()
-        .collect();
-    if orphan {
-        next.push(ORPHAN.into());
-    }
-    if foreground {
-        next.push(FOREGROUND.into());
-    }
-    let same = next.len() == current.len() && next.iter().all(|f| has(f));
-    if same {
-        return false;
-    }
-    let m = meta_mut(obj);
-    if next.is_empty() {
-        m.remove("finalizers");
-    } else {
-        m.insert("finalizers".into(), json!(next));
-    }
-    true
 }
 
 // ---------------------------------------------------------------------------------------
@@ -426,7 +383,7 @@ impl Collector {
     }
 
     /// Starts a work item; `None` when there is nothing to do for it any more.
-    fn start(&self, inner: Arc<Inner>, w: Work) -> Option<Running> {
+    fn start(&self, inner: Arc<dyn Context>, w: Work) -> Option<Running> {
         match &w {
             Work::Dependent(uid) => {
                 let dep = self.graph.dependents.get(uid)?;
@@ -487,14 +444,14 @@ impl Collector {
 
 /// The garbage collector: scan, then follow every change until shutdown; a lost watch
 /// (compacted history, a store error) starts over with a new scan.
-pub(crate) async fn run(weak: Weak<Inner>) {
+pub async fn run(weak: Weak<dyn Context>) {
     loop {
         let Some(i) = weak.upgrade() else { return };
-        let mut shutdown = i.shutdown.subscribe();
+        let mut shutdown = i.shutdown();
         if *shutdown.borrow() {
             return;
         }
-        let store = i.store.clone();
+        let store = i.store().clone();
         drop(i);
         let mut c = Collector::default();
         let watcher = match c.scan(&store).await {
@@ -504,7 +461,7 @@ pub(crate) async fn run(weak: Weak<Inner>) {
         let mut watcher = match watcher {
             Ok(w) => w,
             Err(e) => {
-                tracing::warn!(error = %crate::error::error_chain(&e), "garbage collector: scan failed");
+                tracing::warn!(error = %error::error_chain(&e), "garbage collector: scan failed");
                 tokio::select! {
                     _ = shutdown.wait_for(|s| *s) => return,
                     _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
@@ -512,7 +469,7 @@ pub(crate) async fn run(weak: Weak<Inner>) {
             }
         };
         let mut types = match weak.upgrade() {
-            Some(i) => i.registry.subscribe(),
+            Some(i) => i.types().subscribe(),
             None => return,
         };
         let mut running: FuturesUnordered<Running> = FuturesUnordered::new();
@@ -536,7 +493,7 @@ pub(crate) async fn run(weak: Weak<Inner>) {
                         }
                     }
                     Err(e) => {
-                        tracing::info!(error = %crate::error::error_chain(&e), "garbage collector: watch lost, rescanning");
+                        tracing::info!(error = %error::error_chain(&e), "garbage collector: watch lost, rescanning");
                         break;
                     }
                 },
@@ -582,7 +539,7 @@ enum Unresolved {
 
 /// kube's `attemptToDeleteItem`.
 async fn attempt_to_delete(
-    inner: &Arc<Inner>,
+    inner: &Arc<dyn Context>,
     key: &str,
     uid: &str,
     has_dependents: bool,
@@ -598,7 +555,7 @@ async fn attempt_to_delete(
         // Its own deletion is under way; a foreground one is the owner side's job.
         return Ok(());
     }
-    let catalog = inner.registry.snapshot();
+    let catalog = inner.types().snapshot();
     let mut solid = false;
     let mut gone: Vec<&str> = Vec::new();
     let mut waiting = false;
@@ -648,7 +605,7 @@ async fn attempt_to_delete(
 
 /// Looks up the owner a reference names.
 async fn standing(
-    inner: &Arc<Inner>,
+    inner: &Arc<dyn Context>,
     catalog: &Catalog,
     dep: &Partial,
     r: &OwnerRef,
@@ -688,7 +645,7 @@ fn owner_type<'a>(catalog: &'a Catalog, api_version: &str, kind: &str) -> Option
 
 /// kube's `processDeletingDependentsItem` and `orphanDependents`.
 async fn process_owner(
-    inner: &Arc<Inner>,
+    inner: &Arc<dyn Context>,
     key: &str,
     uid: &str,
     dependents: Vec<String>,
@@ -716,7 +673,7 @@ async fn process_owner(
 }
 
 /// Removes every reference to `owner` from the dependent at `key`.
-async fn drop_reference(inner: &Arc<Inner>, key: &str, owner: &str) -> Result<(), String> {
+async fn drop_reference(inner: &Arc<dyn Context>, key: &str, owner: &str) -> Result<(), String> {
     for _ in 0..16 {
         let Some(dep) = read(inner, key).await? else {
             return Ok(());
@@ -743,7 +700,12 @@ async fn drop_reference(inner: &Arc<Inner>, key: &str, owner: &str) -> Result<()
 }
 
 /// Removes finalizer `f` from the owner at `key`.
-async fn remove_finalizer(inner: &Arc<Inner>, key: &str, uid: &str, f: &str) -> Result<(), String> {
+async fn remove_finalizer(
+    inner: &Arc<dyn Context>,
+    key: &str,
+    uid: &str,
+    f: &str,
+) -> Result<(), String> {
     for _ in 0..16 {
         let Some(owner) = read(inner, key).await? else {
             return Ok(());
@@ -787,12 +749,12 @@ fn list_or_null(items: Vec<Value>) -> Value {
 }
 
 /// Reads an object at the latest revision.
-async fn read(inner: &Inner, key: &str) -> Result<Option<Read>, String> {
+async fn read(inner: &dyn Context, key: &str) -> Result<Option<Read>, String> {
     let (_, found) = inner
-        .store
+        .store()
         .get(key, ReadAt::Latest)
         .await
-        .map_err(|e| crate::error::error_chain(&e))?;
+        .map_err(|e| error::error_chain(&e))?;
     let Some(found) = found else { return Ok(None) };
     let obj = object::from_stored(&found.value).map_err(|e| e.to_string())?;
     let p = Partial::deserialize(&obj).map_err(|e| e.to_string())?;
@@ -807,8 +769,8 @@ async fn read(inner: &Inner, key: &str) -> Result<Option<Read>, String> {
 // The collector's writes: API requests, like a controller's.
 
 /// The path of an object (`/api/v1/namespaces/ns/configmaps/name`).
-fn object_path(inner: &Inner, key: &str, p: &Partial) -> Option<String> {
-    let catalog = inner.registry.snapshot();
+fn object_path(inner: &dyn Context, key: &str, p: &Partial) -> Option<String> {
+    let catalog = inner.types().snapshot();
     let t = owner_type(&catalog, &p.api_version, &p.kind)?;
     // The key says where the object is stored; it must be this type's.
     if !key.starts_with(&t.key_prefix()) {
@@ -833,7 +795,7 @@ fn object_path(inner: &Inner, key: &str, p: &Partial) -> Option<String> {
 
 /// One request through the server's own handler. Errors read `"<code> <message>"`.
 async fn call(
-    inner: &Arc<Inner>,
+    inner: &Arc<dyn Context>,
     method: Method,
     path: &str,
     content_type: &str,
@@ -845,11 +807,16 @@ async fn call(
     if code < 300 {
         return Ok(code);
     }
-    Err(crate::client::failure(code, &v))
+    Err(client::failure(code, &v))
 }
 
 /// Deletes the object, guarded by its uid.
-async fn delete(inner: &Arc<Inner>, key: &str, p: &Partial, policy: &str) -> Result<(), String> {
+async fn delete(
+    inner: &Arc<dyn Context>,
+    key: &str,
+    p: &Partial,
+    policy: &str,
+) -> Result<(), String> {
     let Some(path) = object_path(inner, key, p) else {
         return Err(format!(
             "{key}: no served type for {} {}",
@@ -872,7 +839,7 @@ async fn delete(inner: &Arc<Inner>, key: &str, p: &Partial, policy: &str) -> Res
 
 /// A merge patch of `metadata`, guarded by the object's uid and resourceVersion.
 async fn patch_metadata(
-    inner: &Arc<Inner>,
+    inner: &Arc<dyn Context>,
     key: &str,
     read: &Read,
     mut fields: Value,
@@ -904,7 +871,7 @@ async fn patch_metadata(
 
 /// The `Warning` event kube's collector records for a cluster-scoped dependent that names
 /// a namespaced owner. Events of cluster-scoped objects live in `default`, as kube's.
-async fn report_invalid_namespace(inner: &Arc<Inner>, dep: &Partial, r: &OwnerRef) {
+async fn report_invalid_namespace(inner: &Arc<dyn Context>, dep: &Partial, r: &OwnerRef) {
     let now = object::now_rfc3339();
     let ns = dep.namespace();
     let message = format!(
@@ -956,47 +923,6 @@ fn event_name(object: &str) -> String {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "test code")]
     use super::*;
-
-    fn opts(orphan: Option<bool>, policy: Option<PropagationPolicy>) -> DeleteOptions {
-        DeleteOptions {
-            orphan_dependents: orphan,
-            propagation_policy: policy,
-            ..Default::default()
-        }
-    }
-
-    /// GC-01: the finalizers a delete sets, per kube's `deletionFinalizersForGarbageCollection`.
-    #[test]
-    fn deletion_finalizers_follow_the_policy() {
-        let mut o = json!({"metadata": {"finalizers": ["x"]}});
-        assert!(apply_deletion_finalizers(
-            &mut o,
-            &opts(None, Some(PropagationPolicy::Foreground))
-        ));
-        assert_eq!(o["metadata"]["finalizers"], json!(["x", FOREGROUND]));
-        // No options: the finalizer already there is honoured.
-        assert!(!apply_deletion_finalizers(&mut o, &opts(None, None)));
-        // Switching policy replaces one GC finalizer by the other.
-        assert!(apply_deletion_finalizers(
-            &mut o,
-            &opts(None, Some(PropagationPolicy::Orphan))
-        ));
-        assert_eq!(o["metadata"]["finalizers"], json!(["x", ORPHAN]));
-        assert!(apply_deletion_finalizers(&mut o, &opts(Some(false), None)));
-        assert_eq!(o["metadata"]["finalizers"], json!(["x"]));
-        let mut plain = json!({"metadata": {}});
-        assert!(!apply_deletion_finalizers(&mut plain, &opts(None, None)));
-        assert!(!apply_deletion_finalizers(
-            &mut plain,
-            &opts(None, Some(PropagationPolicy::Background))
-        ));
-        assert!(plain["metadata"].get("finalizers").is_none());
-        assert!(apply_deletion_finalizers(
-            &mut plain,
-            &opts(Some(true), None)
-        ));
-        assert_eq!(plain["metadata"]["finalizers"], json!([ORPHAN]));
-    }
 
     fn dep(key: &str, owners: &[(&str, bool)]) -> Dependent {
         Dependent {
