@@ -89,10 +89,15 @@ where
         if !matches!(*req.method(), Method::GET | Method::HEAD) {
             return Err(method_not_allowed());
         }
+        let plugins = (inner.plugins.snapshot().iter())
+            .map(|b| b.plugin.instance_stats())
+            .collect();
+        let types = inner.registry.snapshot();
+        let text = inner.metrics.render(&inner.store, &types, plugins).await;
         let mut resp = bytes_response(
             StatusCode::OK,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            Bytes::from(inner.metrics.render(inner).await),
+            Bytes::from(text),
         );
         resp.headers_mut()
             .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

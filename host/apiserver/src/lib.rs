@@ -20,7 +20,7 @@
 //!   core Events; the conversion is `wasmgate_apimachinery::events`).
 //! * `reviews`: the create-only reviews (access reviews, `TokenReview`).
 //!
-//! Below it: `wasmgate-controllers`, `wasmgate-registry` (resource types, discovery,
+//! Below it: `wasmgate-controllers`, `wasmgate-metrics`, `wasmgate-registry` (resource types, discovery,
 //! OpenAPI), `wasmgate-auth`,
 //! `wasmgate-outbound`, `wasmgate-apiserver-core`. This crate names no storage engine,
 //! wasmtime or tikv-client: plugins run through `wasmgate-plugin-runtime`, the one crate
@@ -45,7 +45,6 @@ mod health;
 mod internal;
 mod kinds;
 mod limits;
-mod metrics;
 pub mod plugins;
 mod policies;
 mod rbac;
@@ -72,6 +71,7 @@ use wasmgate_registry::{discovery, openapi, version};
 // The controller loop the indexes (RBAC, webhooks, APIServices) and the CRD controller share.
 use wasmgate_controllers as controller;
 use wasmgate_controllers::{gc, namespaces};
+use wasmgate_metrics as metrics;
 
 pub use body::Body;
 pub use version::GIT_VERSION;
@@ -273,7 +273,7 @@ impl ApiServer {
         tokio::spawn(crd_controller::run(Arc::downgrade(&inner)));
         tokio::spawn(gc::run(controllers));
         tokio::spawn(compactor(Arc::downgrade(&inner)));
-        tokio::spawn(metrics::run(Arc::downgrade(&inner)));
+        tokio::spawn(inflight_ticker(Arc::downgrade(&inner)));
         // The WasmPlugin type is a CRD: installed once the CRD controller runs.
         plugins::crd::ensure(&inner)
             .await
@@ -381,5 +381,17 @@ async fn compactor(inner: std::sync::Weak<Inner>) {
             _ = tokio::time::sleep(interval) => {}
             _ = shutdown.wait_for(|s| *s) => return,
         }
+    }
+}
+
+/// Starts each second of `apiserver_current_inflight_requests` (kube reports the most
+/// requests in flight during the last second), for as long as the server lives.
+async fn inflight_ticker(inner: std::sync::Weak<Inner>) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let Some(inner) = inner.upgrade() else { return };
+        inner.metrics.requests.tick();
     }
 }

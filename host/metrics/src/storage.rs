@@ -14,11 +14,11 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use wasmgate_storage::stats::{LATENCY_BOUNDS, RequestStat};
 
-use crate::Inner;
+use wasmgate_registry::Catalog;
 
 /// kube's name of an object type (`core/configmaps` → `configmaps`, `apps/deployments`
 /// → `deployments.apps`).
-pub(crate) fn kube_type(object_type: &str) -> String {
+pub fn kube_type(object_type: &str) -> String {
     match object_type.split_once('/') {
         Some(("core", resource)) => resource.to_owned(),
         Some((group, resource)) => format!("{resource}.{group}"),
@@ -37,7 +37,7 @@ struct Snapshot {
 
 /// What the last [`StorageCollector::refresh`] read, written out by the next encoding.
 #[derive(Debug, Default)]
-pub(crate) struct StorageCollector {
+pub struct StorageCollector {
     snapshot: Mutex<Snapshot>,
 }
 
@@ -45,10 +45,8 @@ impl StorageCollector {
     /// Reads the store's counters. Objects are counted for every resource type the
     /// registry serves (0 when it has none, as kube reports each resource it stores):
     /// from the object cache, or by the engine when the cache is off.
-    pub(crate) async fn refresh(&self, inner: &Inner) {
-        let store = &inner.store;
+    pub async fn refresh(&self, store: &wasmgate_storage::Store, catalog: &Catalog) {
         let cached = store.object_counts();
-        let catalog = inner.registry.snapshot();
         let mut objects = Vec::new();
         // Each stored resource once: not the reviews (nothing stored), not a resource
         // that shows another's objects (events.k8s.io Events are core Events).

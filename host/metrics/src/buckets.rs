@@ -9,7 +9,7 @@ use prometheus_client::encoding::{EncodeLabelSet, MetricEncoder, NoLabelSet};
 /// bound), and their sum in integer units (nanoseconds, bytes) that `scale` turns into
 /// the metric's unit.
 #[derive(Debug)]
-pub(crate) struct Buckets {
+pub struct Buckets {
     bounds: &'static [f64],
     counts: Box<[AtomicU64]>,
     sum: AtomicU64,
@@ -18,7 +18,7 @@ pub(crate) struct Buckets {
 
 impl Buckets {
     /// Buckets of `bounds` (in the metric's unit) for values in units of `scale`.
-    pub(crate) fn new(bounds: &'static [f64], scale: f64) -> Buckets {
+    pub fn new(bounds: &'static [f64], scale: f64) -> Buckets {
         Buckets {
             bounds,
             counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
@@ -34,13 +34,13 @@ impl Buckets {
     }
 
     /// One observation: two atomic adds.
-    pub(crate) fn observe(&self, units: u64) {
+    pub fn observe(&self, units: u64) {
         self.counts[self.bucket(units)].fetch_add(1, Ordering::Relaxed);
         self.sum.fetch_add(units, Ordering::Relaxed);
     }
 
     /// Several observations at once (a batch of watch events): one add per bucket used.
-    pub(crate) fn observe_all(&self, values: impl Iterator<Item = u64>) {
+    pub fn observe_all(&self, values: impl Iterator<Item = u64>) {
         let mut run: Option<(usize, u64)> = None;
         let mut sum = 0u64;
         for units in values {
@@ -63,7 +63,7 @@ impl Buckets {
 
     /// Writes the histogram with `labels` (its `_count` is what its buckets add up to, so
     /// that a scrape never disagrees with itself).
-    pub(crate) fn encode(
+    pub fn encode(
         &self,
         encoder: &mut MetricEncoder,
         labels: &impl EncodeLabelSet,

@@ -51,10 +51,10 @@ use wasmgate_apimachinery::options::Query;
 use wasmgate_apimachinery::request_info::{RequestInfo, ResourceRequest, Verb};
 
 use super::buckets::Buckets;
-use crate::body::Body;
+use wasmgate_apiserver_core::body::Body;
 
 /// kube's `apiserver_request_duration_seconds` buckets (seconds).
-pub(crate) const DURATION_BOUNDS: [f64; 23] = wasmgate_storage::stats::LATENCY_BOUNDS;
+pub const DURATION_BOUNDS: [f64; 23] = wasmgate_storage::stats::LATENCY_BOUNDS;
 
 /// Subresources kube reports as `CONNECT`.
 const CONNECT_SUBRESOURCES: [&str; 5] = ["log", "exec", "portforward", "attach", "proxy"];
@@ -228,7 +228,7 @@ const SLOTS: usize = 1 << SLOTS_BITS;
 
 /// Where a request's series is in the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct SeriesId(usize);
+pub struct SeriesId(usize);
 
 /// Non-watch requests holding a place in the in-flight budget, by kind, and the most
 /// of them at once in the last second (kube reports that maximum).
@@ -240,7 +240,7 @@ struct Inflight {
 }
 
 /// A request's place in [`Requests::executing`]; dropping it ends it.
-pub(crate) struct Executing<'a>(&'a Inflight);
+pub struct Executing<'a>(&'a Inflight);
 
 impl Drop for Executing<'_> {
     fn drop(&mut self) {
@@ -250,7 +250,7 @@ impl Drop for Executing<'_> {
 
 /// Every request series, and the in-flight gauges.
 #[derive(Debug)]
-pub(crate) struct Requests {
+pub struct Requests {
     /// An open-addressing table (linear probing) whose slots are filled once and never
     /// emptied, so that lookups need no lock: a label set is always found before the
     /// first empty slot of its probe sequence.
@@ -275,19 +275,19 @@ impl Default for Requests {
 }
 
 /// Where a request's labels come from.
-pub(crate) struct Request<'a> {
-    pub(crate) method: &'a Method,
-    pub(crate) path: &'a str,
-    pub(crate) query: &'a Query,
-    pub(crate) headers: &'a HeaderMap,
-    pub(crate) info: Option<&'a RequestInfo>,
+pub struct Request<'a> {
+    pub method: &'a Method,
+    pub path: &'a str,
+    pub query: &'a Query,
+    pub headers: &'a HeaderMap,
+    pub info: Option<&'a RequestInfo>,
 }
 
 impl Requests {
     /// The series `req` is counted in, when it has one; `known` tells whether the
     /// registry serves a resource request's group, version, resource and subresource
     /// (asked only the first time a label set is seen).
-    pub(crate) fn series(
+    pub fn series(
         &self,
         req: &Request<'_>,
         known: impl FnOnce(&ResourceRequest) -> bool,
@@ -355,7 +355,7 @@ impl Requests {
     /// took `took` (the response is ready). A watch being streamed is recorded when its
     /// body ends (its client left, it timed out, or the server shut it), with its whole
     /// duration.
-    pub(crate) fn finish(
+    pub fn finish(
         self: &Arc<Self>,
         series: Option<SeriesId>,
         started: Instant,
@@ -389,7 +389,7 @@ impl Requests {
 
     /// A place among the requests executing now: `mutating` or `readOnly` (kube's
     /// `apiserver_current_inflight_requests`).
-    pub(crate) fn executing(&self, mutating: bool) -> Executing<'_> {
+    pub fn executing(&self, mutating: bool) -> Executing<'_> {
         let g = &self.inflight[usize::from(mutating)];
         let now = g.now.fetch_add(1, Ordering::Relaxed) + 1;
         g.high.fetch_max(now, Ordering::Relaxed);
@@ -397,7 +397,7 @@ impl Requests {
     }
 
     /// Starts the next second of the in-flight maximum.
-    pub(crate) fn tick(&self) {
+    pub fn tick(&self) {
         for g in &self.inflight {
             let high = g
                 .high
@@ -525,7 +525,7 @@ impl HttpBody for WatchBody {
 
 /// Writes the request metrics at each scrape.
 #[derive(Debug)]
-pub(crate) struct RequestsCollector(pub(crate) Arc<Requests>);
+pub struct RequestsCollector(pub Arc<Requests>);
 
 impl Collector for RequestsCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
@@ -862,7 +862,7 @@ mod tests {
                 headers: &headers,
                 info: Some(&info),
             };
-            let mut resp = Response::new(crate::body::empty());
+            let mut resp = Response::new(wasmgate_apiserver_core::body::empty());
             let started = Instant::now();
             for _ in 0..n {
                 let series = r.series(&req, |_| true);

@@ -36,14 +36,14 @@ struct WatchSeries {
 
 /// Every watch series.
 #[derive(Debug, Default)]
-pub(crate) struct Watches {
+pub struct Watches {
     by_kind: Mutex<HashMap<(String, String, String), Arc<WatchSeries>>>,
 }
 
 impl Watches {
     /// A watch of `kind` in `group`/`version` starts: registered until the returned
     /// handle is dropped.
-    pub(crate) fn start(&self, group: &str, version: &str, kind: &str) -> WatchMetrics {
+    pub fn start(&self, group: &str, version: &str, kind: &str) -> WatchMetrics {
         let series = self
             .by_kind
             .lock()
@@ -67,13 +67,13 @@ impl Watches {
 
 /// One watch's series; the watch counts as registered while this lives.
 #[derive(Debug)]
-pub(crate) struct WatchMetrics {
+pub struct WatchMetrics {
     series: Arc<WatchSeries>,
 }
 
 impl WatchMetrics {
     /// `frames` (one event each: objects, bookmarks, errors) go to the client.
-    pub(crate) fn sent(&self, frames: &[Bytes]) {
+    pub fn sent(&self, frames: &[Bytes]) {
         self.series
             .events
             .fetch_add(frames.len() as u64, Ordering::Relaxed);
@@ -91,7 +91,7 @@ impl Drop for WatchMetrics {
 
 /// Writes the watch metrics at each scrape.
 #[derive(Debug)]
-pub(crate) struct WatchesCollector(pub(crate) Arc<Watches>);
+pub struct WatchesCollector(pub Arc<Watches>);
 
 impl Collector for WatchesCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {

@@ -15,21 +15,16 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use wasmgate_plugin_runtime::{INSTANCE_WAIT_BOUNDS, InstanceStats};
 
-use crate::Inner;
-
 /// What the last refresh read, written out by the next encoding.
 #[derive(Debug, Default)]
-pub(crate) struct PluginInstancesCollector {
+pub struct PluginInstancesCollector {
     snapshot: Mutex<Vec<InstanceStats>>,
 }
 
 impl PluginInstancesCollector {
-    /// Reads the instance stats of every plugin served (once per plugin name: its
+    /// Takes the instance stats of every plugin served (once per plugin name: its
     /// versions share them).
-    pub(crate) fn refresh(&self, inner: &Inner) {
-        let mut stats: Vec<InstanceStats> = (inner.plugins.snapshot().iter())
-            .map(|b| b.plugin.instance_stats())
-            .collect();
+    pub fn refresh(&self, mut stats: Vec<InstanceStats>) {
         stats.sort_by(|a, b| a.plugin.cmp(&b.plugin));
         stats.dedup_by(|a, b| a.plugin == b.plugin);
         *self

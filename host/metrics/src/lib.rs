@@ -1,3 +1,5 @@
+//! # wasmgate-metrics
+//!
 //! Prometheus metrics (`GET /metrics`, OpenMetrics text), with the `prometheus-client`
 //! crate.
 //!
@@ -22,10 +24,10 @@
 //! * `buckets`: the lock-free histogram the per-request metrics use.
 
 mod buckets;
-pub(crate) mod plugin_instances;
-pub(crate) mod requests;
+mod plugin_instances;
+pub mod requests;
 mod storage;
-pub(crate) mod watches;
+pub mod watches;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,7 +101,7 @@ fn admission_histogram() -> Histogram {
 
 /// An admission step, as kube's admission metrics name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Step {
+pub enum Step {
     /// Mutating.
     Admit,
     /// Validating.
@@ -107,12 +109,12 @@ pub(crate) enum Step {
 }
 
 /// Every metric the gateway exports.
-pub(crate) struct Metrics {
+pub struct Metrics {
     registry: Registry,
     /// Request metrics, recorded by the request stack.
-    pub(crate) requests: Arc<requests::Requests>,
+    pub requests: Arc<requests::Requests>,
     /// Watch metrics, recorded by the watches.
-    pub(crate) watches: Arc<watches::Watches>,
+    pub watches: Arc<watches::Watches>,
     /// The store's metrics, read at each scrape.
     storage: Arc<storage::StorageCollector>,
     /// The plugins' instances, read at each scrape.
@@ -136,8 +138,14 @@ fn latency_histogram() -> Histogram {
     ))
 }
 
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
 impl Metrics {
-    pub(crate) fn new() -> Metrics {
+    pub fn new() -> Metrics {
         let mut root = Registry::default();
         let requests = Arc::new(requests::Requests::default());
         root.register_collector(Box::new(requests::RequestsCollector(requests.clone())));
@@ -232,7 +240,7 @@ impl Metrics {
     }
 
     /// One call of `hook` of `plugin` that took `took`; `cause` when it failed.
-    pub(crate) fn plugin_call(
+    pub fn plugin_call(
         &self,
         plugin: &str,
         hook: &'static str,
@@ -256,7 +264,7 @@ impl Metrics {
         }
     }
 
-    pub(crate) fn plugin_denial(&self, plugin: &str) {
+    pub fn plugin_denial(&self, plugin: &str) {
         self.denials
             .get_or_create(&PluginLabels {
                 plugin: plugin.to_owned(),
@@ -264,7 +272,7 @@ impl Metrics {
             .inc();
     }
 
-    pub(crate) fn plugin_failure_ignored(&self, plugin: &str) {
+    pub fn plugin_failure_ignored(&self, plugin: &str) {
         self.ignored
             .get_or_create(&PluginLabels {
                 plugin: plugin.to_owned(),
@@ -275,7 +283,7 @@ impl Metrics {
     /// One admission step (every mutating plugin and webhook, or every validating one)
     /// of an `operation` (`CREATE`, ...) that took `took`; `rejected` when it refused the
     /// request.
-    pub(crate) fn admission_step(
+    pub fn admission_step(
         &self,
         step: Step,
         operation: &'static str,
@@ -292,7 +300,7 @@ impl Metrics {
     }
 
     /// One admission by Wasm plugin `plugin` (kube's admission controller metric).
-    pub(crate) fn admission_controller(
+    pub fn admission_controller(
         &self,
         plugin: &str,
         step: Step,
@@ -313,7 +321,7 @@ impl Metrics {
     /// One call of an admission webhook (`mutating` or validating) that took `took`,
     /// for an `operation`; `rejected` when the request was refused for it (a denial, or
     /// a failure under `failurePolicy: Fail`).
-    pub(crate) fn webhook_call(
+    pub fn webhook_call(
         &self,
         webhook: &str,
         mutating: bool,
@@ -346,10 +354,16 @@ impl Metrics {
             .inc();
     }
 
-    /// The exposition text (the store's counters read first).
-    pub(crate) async fn render(&self, inner: &crate::Inner) -> String {
-        self.storage.refresh(inner).await;
-        self.plugin_instances.refresh(inner);
+    /// The exposition text (the store's counters and objects of the served `types`, and
+    /// the instances of the `plugins` served, read first).
+    pub async fn render(
+        &self,
+        store: &wasmgate_storage::Store,
+        types: &wasmgate_registry::Catalog,
+        plugins: Vec<wasmgate_plugin_runtime::InstanceStats>,
+    ) -> String {
+        self.storage.refresh(store, types).await;
+        self.plugin_instances.refresh(plugins);
         let mut out = String::new();
         if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
             tracing::warn!("encoding metrics: {e}");
@@ -359,7 +373,7 @@ impl Metrics {
 }
 
 /// kube's name of an admission operation.
-pub(crate) fn operation_name(op: wasmgate_plugin_runtime::wit::Operation) -> &'static str {
+pub fn operation_name(op: wasmgate_plugin_runtime::wit::Operation) -> &'static str {
     use wasmgate_plugin_runtime::wit::Operation;
     match op {
         Operation::Create => "CREATE",
@@ -375,17 +389,5 @@ impl Step {
             Step::Admit => "admit",
             Step::Validate => "validate",
         }
-    }
-}
-
-/// Starts each second of `apiserver_current_inflight_requests` (kube reports the most
-/// requests in flight during the last second), for as long as the server lives.
-pub(crate) async fn run(inner: std::sync::Weak<crate::Inner>) {
-    let mut every = tokio::time::interval(Duration::from_secs(1));
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        every.tick().await;
-        let Some(inner) = inner.upgrade() else { return };
-        inner.metrics.requests.tick();
     }
 }
