@@ -82,8 +82,14 @@ where
             read_body(req.into_body(), limit),
         )
         .await?;
-        return crate::plugins::upload::handle(inner, call.user.clone(), &method, &name, body)
-            .await;
+        return crate::plugins::upload::handle(
+            inner.as_ref(),
+            call.user.clone(),
+            &method,
+            &name,
+            body,
+        )
+        .await;
     }
     if path == "/metrics" {
         if !matches!(*req.method(), Method::GET | Method::HEAD) {

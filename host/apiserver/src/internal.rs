@@ -71,3 +71,25 @@ impl Context for Inner {
         self.options.namespace_resync
     }
 }
+
+impl wasmgate_admission::Context for Inner {
+    fn plugins(&self) -> &crate::plugins::Plugins {
+        &self.plugins
+    }
+
+    fn webhooks(&self) -> &watch::Sender<std::sync::Arc<crate::webhooks::Index>> {
+        &self.webhooks
+    }
+
+    fn policies(&self) -> &watch::Sender<std::sync::Arc<crate::policies::Index>> {
+        &self.policies
+    }
+
+    fn outbound(&self) -> &crate::outbound::Outbound {
+        &self.outbound
+    }
+
+    fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
+    }
+}

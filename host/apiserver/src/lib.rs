@@ -11,7 +11,8 @@
 //! * `handler`: routing of one request, the single place errors become `Status`.
 //! * `verbs`: one module per Kubernetes verb, plus the shared write path.
 //! * `builtin`, `custom`, `kinds`: what the built-in and custom kinds' strategies do.
-//! * `webhooks`, `policies`, `plugins`: the three kinds of admitter.
+//! * `verbs/admission.rs`: the admission chain over the three kinds of admitter
+//!   (`wasmgate-admission`: Wasm plugins, webhooks, policies).
 //! * `crd_controller`: the controller that serves the stored CRDs; the garbage collector
 //!   and the namespace controller are `wasmgate-controllers`. Controllers write through
 //!   [`wasmgate_apiserver_core::client::Client`]; `internal` implements it, and the
@@ -20,7 +21,7 @@
 //!   core Events; the conversion is `wasmgate_apimachinery::events`).
 //! * `reviews`: the create-only reviews (access reviews, `TokenReview`).
 //!
-//! Below it: `wasmgate-controllers`, `wasmgate-metrics`, `wasmgate-registry` (resource types, discovery,
+//! Below it: `wasmgate-admission`, `wasmgate-controllers`, `wasmgate-metrics`, `wasmgate-registry` (resource types, discovery,
 //! OpenAPI), `wasmgate-auth`,
 //! `wasmgate-outbound`, `wasmgate-apiserver-core`. This crate names no storage engine,
 //! wasmtime or tikv-client: plugins run through `wasmgate-plugin-runtime`, the one crate
@@ -45,14 +46,11 @@ mod health;
 mod internal;
 mod kinds;
 mod limits;
-pub mod plugins;
-mod policies;
 mod rbac;
 mod request;
 mod reviews;
 mod stack;
 mod verbs;
-mod webhooks;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -72,6 +70,8 @@ use wasmgate_registry::{discovery, openapi, version};
 use wasmgate_controllers as controller;
 use wasmgate_controllers::{gc, namespaces};
 use wasmgate_metrics as metrics;
+// The three kinds of admitter.
+use wasmgate_admission::{plugins, policies, webhooks};
 
 pub use body::Body;
 pub use version::GIT_VERSION;
@@ -247,6 +247,9 @@ impl ApiServer {
         // What the controllers may touch (`wasmgate_controllers::Context`).
         let controllers: std::sync::Weak<dyn wasmgate_controllers::Context> =
             Arc::downgrade(&inner) as std::sync::Weak<Inner>;
+        // And what admission's controllers may (`wasmgate_admission::Context`).
+        let admission: std::sync::Weak<dyn wasmgate_admission::Context> =
+            Arc::downgrade(&inner) as std::sync::Weak<Inner>;
         namespaces::bootstrap(inner.as_ref())
             .await
             .map_err(ApiServerError::Bootstrap)?;
@@ -260,10 +263,10 @@ impl ApiServer {
             .map_err(ApiServerError::Bootstrap)?;
         tokio::spawn(aggregator::run(Arc::downgrade(&inner)));
         // Admit with the stored webhook configurations from the first request on.
-        webhooks::sync(&inner)
+        webhooks::sync(inner.as_ref())
             .await
             .map_err(ApiServerError::Bootstrap)?;
-        tokio::spawn(webhooks::run(Arc::downgrade(&inner)));
+        tokio::spawn(webhooks::run(admission.clone()));
         // Serve every stored CRD from the first request on (a restart keeps them).
         crd_controller::sync(&inner)
             .await
@@ -275,12 +278,12 @@ impl ApiServer {
         tokio::spawn(compactor(Arc::downgrade(&inner)));
         tokio::spawn(inflight_ticker(Arc::downgrade(&inner)));
         // The WasmPlugin type is a CRD: installed once the CRD controller runs.
-        plugins::crd::ensure(&inner)
+        plugins::crd::ensure(inner.as_ref())
             .await
             .map_err(ApiServerError::Bootstrap)?;
-        tokio::spawn(plugins::run(Arc::downgrade(&inner)));
+        tokio::spawn(plugins::run(admission.clone()));
         if let Some(dir) = inner.options.plugin_dir.clone() {
-            tokio::spawn(plugins::dir::run(Arc::downgrade(&inner), dir));
+            tokio::spawn(plugins::dir::run(admission, dir));
         }
         Ok(ApiServer { inner })
     }

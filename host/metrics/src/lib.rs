@@ -6,11 +6,11 @@
 //! * kube-apiserver's, under kube's names, labels, buckets and label values, so that
 //!   dashboards and alerts written for kube read them (`OBS-01`, `OBS-02`): the request
 //!   metrics ([`requests`]), the watch metrics ([`watches`]), the store's under etcd's
-//!   names ([`storage`]), and admission (`apiserver_admission_step_*`, `_controller_*`
+//!   names (`storage`), and admission (`apiserver_admission_step_*`, `_controller_*`
 //!   for the Wasm plugins, `_webhook_*`). Help texts carry kube's stability class
 //!   (`[STABLE]`, `[ALPHA]`).
 //! * Wasmgate's own (`wasmgate_*`): per-plugin calls, denials, errors by cause and call
-//!   latency, instances in use and the waits for them ([`plugin_instances`]);
+//!   latency, instances in use and the waits for them (`plugin_instances`);
 //!   per-webhook calls by outcome and latency.
 //!
 //! ## Layout
@@ -18,8 +18,8 @@
 //!   `apiserver_longrunning_requests`, `apiserver_current_inflight_requests`.
 //! * [`watches`]: `apiserver_registered_watchers`, `apiserver_watch_events_total`,
 //!   `apiserver_watch_events_sizes`.
-//! * [`storage`]: `etcd_request_duration_seconds` and friends, `apiserver_storage_objects`.
-//! * [`plugin_instances`]: each plugin's share of instances, its waits, its dropped log
+//! * `storage`: `etcd_request_duration_seconds` and friends, `apiserver_storage_objects`.
+//! * `plugin_instances`: each plugin's share of instances, its waits, its dropped log
 //!   lines.
 //! * `buckets`: the lock-free histogram the per-request metrics use.
 

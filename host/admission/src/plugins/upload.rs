@@ -11,8 +11,6 @@
 //! The last few uploads of a plugin are kept, so that `spec.module.digest` can be set
 //! back to an earlier one (a roll-back) without uploading again.
 
-use std::sync::Arc;
-
 use base64::Engine as _;
 use bytes::Bytes;
 use http::{Method, Response, StatusCode};
@@ -22,9 +20,8 @@ use wasmgate_storage::{Precondition, ReadAt, Write, WriteOp};
 
 use super::crd::PATH;
 use crate::body::Body;
-use crate::client::Client as _;
 use crate::error::{ApiError, ApiResult, storage_error};
-use crate::{Inner, User};
+use crate::{Context, User};
 
 /// Where uploaded modules are stored: `PREFIX/NAME/DIGEST`.
 const PREFIX: &str = "wasmgate.dev/wasmpluginmodules/";
@@ -32,7 +29,7 @@ const PREFIX: &str = "wasmgate.dev/wasmpluginmodules/";
 const KEEP: usize = 5;
 
 /// `/apis/wasmgate.dev/v1alpha1/wasmplugins/NAME/module` → `NAME`.
-pub(crate) fn module_path(path: &str) -> Option<&str> {
+pub fn module_path(path: &str) -> Option<&str> {
     let rest = path.strip_prefix(PATH)?.strip_prefix('/')?;
     let name = rest.strip_suffix("/module")?;
     (!name.is_empty() && !name.contains('/')).then_some(name)
@@ -57,9 +54,9 @@ fn is_component(bytes: &[u8]) -> bool {
 }
 
 /// The bytes of an uploaded module, checked against their digest.
-pub(crate) async fn load(inner: &Inner, name: &str, digest: &str) -> Result<Vec<u8>, String> {
+pub async fn load(inner: &dyn Context, name: &str, digest: &str) -> Result<Vec<u8>, String> {
     let (_, found) = inner
-        .store
+        .store()
         .get(&key(name, digest), ReadAt::Latest)
         .await
         .map_err(|e| e.to_string())?;
@@ -76,8 +73,8 @@ pub(crate) async fn load(inner: &Inner, name: &str, digest: &str) -> Result<Vec<
     Ok(bytes)
 }
 
-pub(crate) async fn handle(
-    inner: &Arc<Inner>,
+pub async fn handle(
+    inner: &dyn Context,
     user: User,
     method: &Method,
     name: &str,
@@ -131,7 +128,7 @@ pub(crate) async fn handle(
 }
 
 async fn upload(
-    inner: &Arc<Inner>,
+    inner: &dyn Context,
     user: User,
     name: &str,
     body: Bytes,
@@ -163,7 +160,7 @@ async fn upload(
         WriteOp::Put(crate::object::to_stored(&stored)),
     );
     inner
-        .store
+        .store()
         .write(write)
         .await
         .map_err(|e| storage_error(e, target(name)))?;
@@ -187,10 +184,10 @@ async fn upload(
 }
 
 /// Keeps the newest [`KEEP`] uploads of a plugin (and the one just written).
-async fn prune(inner: &Inner, name: &str, keep_digest: &str) {
+async fn prune(inner: &dyn Context, name: &str, keep_digest: &str) {
     let prefix = format!("{PREFIX}{name}/");
     let Ok(listed) = inner
-        .store
+        .store()
         .list(&prefix, ReadAt::Latest, None, usize::MAX, false)
         .await
     else {
@@ -211,7 +208,7 @@ async fn prune(inner: &Inner, name: &str, keep_digest: &str) {
             Precondition::Revision(kv.revision),
             WriteOp::Delete(wasmgate_storage::store::Value::new(kv.value.clone())),
         );
-        if let Err(e) = inner.store.write(w).await {
+        if let Err(e) = inner.store().write(w).await {
             tracing::debug!(key = %kv.key, "old plugin module not pruned: {e}");
         }
     }

@@ -25,7 +25,7 @@ use http::Method;
 use serde_json::{Value, json};
 
 use super::crd::PATH;
-use crate::Inner;
+use crate::Context;
 use crate::client::Client as _;
 use crate::client::system_user;
 
@@ -59,11 +59,11 @@ struct State {
     present: Option<bool>,
 }
 
-pub(crate) async fn run(weak: Weak<Inner>, dir: PathBuf) {
+pub async fn run(weak: Weak<dyn Context>, dir: PathBuf) {
     let mut state = State::default();
     loop {
         let Some(inner) = weak.upgrade() else { return };
-        let mut shutdown = inner.shutdown.subscribe();
+        let mut shutdown = inner.shutdown();
         if *shutdown.borrow() {
             return;
         }
@@ -144,7 +144,7 @@ fn manifest_object(dir: &Path, text: &[u8]) -> Result<(String, Value), String> {
     Ok((name, obj))
 }
 
-async fn scan(inner: &Arc<Inner>, dir: &Path, state: &mut State) {
+async fn scan(inner: &Arc<dyn Context>, dir: &Path, state: &mut State) {
     let dir2 = dir.to_owned();
     let Ok(read) = tokio::task::spawn_blocking(move || read_manifests(&dir2)).await else {
         return;
@@ -242,7 +242,7 @@ async fn scan(inner: &Arc<Inner>, dir: &Path, state: &mut State) {
 /// Creates the object, or replaces it (its spec, labels and the metadata the manifest
 /// sets), with strict field validation (`kubectl apply`'s): fields the type does not
 /// have are a `400`. Errors are the code and kube's message.
-async fn apply(inner: &Arc<Inner>, name: &str, obj: &Value) -> Result<(), (u16, String)> {
+async fn apply(inner: &Arc<dyn Context>, name: &str, obj: &Value) -> Result<(), (u16, String)> {
     let path = format!("{PATH}/{name}");
     let call = |method, path: String, body: Option<Value>| async move {
         let r = inner

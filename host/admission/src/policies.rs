@@ -124,8 +124,8 @@ struct Validation {
 
 /// A policy, compiled.
 #[derive(Debug)]
-pub(crate) struct Policy {
-    pub(crate) name: String,
+pub struct Policy {
+    pub name: String,
     failure_policy: FailurePolicy,
     /// `paramKind`: (apiVersion, kind).
     param_kind: Option<(String, String)>,
@@ -136,13 +136,13 @@ pub(crate) struct Policy {
     /// `auditAnnotations`: (key, compiled `valueExpression`).
     audit_annotations: Vec<(String, Compiled)>,
     /// What `status.typeChecking.expressionWarnings` says: (fieldRef, warning).
-    pub(crate) warnings: Vec<(String, String)>,
+    pub warnings: Vec<(String, String)>,
 }
 
 /// A binding.
 #[derive(Debug)]
-pub(crate) struct Binding {
-    pub(crate) name: String,
+pub struct Binding {
+    pub name: String,
     policy: String,
     /// `paramRef`: name, namespace, deny when not found.
     param_ref: Option<(String, String, bool)>,
@@ -154,14 +154,14 @@ pub(crate) struct Binding {
 
 /// The policies and bindings in force.
 #[derive(Debug, Default)]
-pub(crate) struct Index {
+pub struct Index {
     policies: BTreeMap<String, Arc<Policy>>,
     bindings: Vec<Arc<Binding>>,
 }
 
 impl Index {
     /// Compiles every policy and reads every binding.
-    pub(crate) fn build<'a>(
+    pub fn build<'a>(
         policies: impl Iterator<Item = &'a Value>,
         bindings: impl Iterator<Item = &'a Value>,
     ) -> Index {
@@ -175,22 +175,18 @@ impl Index {
         ix
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.bindings.is_empty()
     }
 
     /// The compiled policy `name`.
-    pub(crate) fn policy(&self, name: &str) -> Option<&Arc<Policy>> {
+    pub fn policy(&self, name: &str) -> Option<&Arc<Policy>> {
         self.policies.get(name)
     }
 
     /// The (policy, binding) pairs whose rules and object selectors match `a` for an
     /// object named `name`; each with whether it needs the namespace selector checked.
-    pub(crate) fn matching(
-        &self,
-        a: &Attributes<'_>,
-        name: &str,
-    ) -> Vec<(Arc<Policy>, Arc<Binding>)> {
+    pub fn matching(&self, a: &Attributes<'_>, name: &str) -> Vec<(Arc<Policy>, Arc<Binding>)> {
         if a.group == GROUP || a.group == crate::plugins::crd::GROUP {
             return Vec::new();
         }
@@ -208,11 +204,7 @@ impl Index {
 
 impl Policy {
     /// Whether the namespace selectors of the policy and `binding` admit labels `ns`.
-    pub(crate) fn matches_namespace(
-        &self,
-        binding: &Binding,
-        ns: Option<&Map<String, Value>>,
-    ) -> bool {
+    pub fn matches_namespace(&self, binding: &Binding, ns: Option<&Map<String, Value>>) -> bool {
         let ok = |c: &Constraints| {
             c.namespace_selector.is_everything() || c.namespace_selector.matches(ns)
         };
@@ -220,7 +212,7 @@ impl Policy {
     }
 
     /// Whether either selects namespaces at all.
-    pub(crate) fn selects_namespaces(&self, binding: &Binding) -> bool {
+    pub fn selects_namespaces(&self, binding: &Binding) -> bool {
         !self.constraints.namespace_selector.is_everything()
             || binding
                 .resources
@@ -229,14 +221,14 @@ impl Policy {
     }
 
     /// The `paramKind`, when the policy takes parameters.
-    pub(crate) fn param_kind(&self) -> Option<&(String, String)> {
+    pub fn param_kind(&self) -> Option<&(String, String)> {
         self.param_kind.as_ref()
     }
 }
 
 impl Binding {
     /// `paramRef`: (name, namespace, deny when missing).
-    pub(crate) fn param_ref(&self) -> Option<&(String, String, bool)> {
+    pub fn param_ref(&self) -> Option<&(String, String, bool)> {
         self.param_ref.as_ref()
     }
 }
@@ -372,24 +364,24 @@ fn binding(o: &Value) -> Binding {
 }
 
 /// What one request looks like to a policy.
-pub(crate) struct Input<'a> {
-    pub(crate) object: &'a Value,
-    pub(crate) old_object: &'a Value,
-    pub(crate) request: &'a Value,
-    pub(crate) namespace_object: &'a Value,
+pub struct Input<'a> {
+    pub object: &'a Value,
+    pub old_object: &'a Value,
+    pub request: &'a Value,
+    pub namespace_object: &'a Value,
     /// The object a binding's `paramRef` names (`Null`: none).
-    pub(crate) params: &'a Value,
+    pub params: &'a Value,
     /// `<resource>[.<group>]`, `name`: how a denial names the object.
-    pub(crate) resource: &'a str,
-    pub(crate) name: &'a str,
+    pub resource: &'a str,
+    pub name: &'a str,
     /// `Status.details` of a denial: group and kind (the resource, as kube sets it).
-    pub(crate) group: &'a str,
-    pub(crate) plural: &'a str,
+    pub group: &'a str,
+    pub plural: &'a str,
 }
 
 /// Runs `policy` as `binding` binds it on `input`: `Err` with the request's Status when
 /// it denies; warnings for `Warn`.
-pub(crate) fn evaluate(
+pub fn evaluate(
     policy: &Policy,
     binding: &Binding,
     input: &Input<'_>,
@@ -561,7 +553,7 @@ fn record_failures(annotations: &mut Vec<(String, String)>, failures: Vec<Value>
 }
 
 /// The denial when a binding's `paramRef` names nothing and it says `Deny`.
-pub(crate) fn params_missing(policy: &Policy, binding: &Binding, input: &Input<'_>) -> Box<Status> {
+pub fn params_missing(policy: &Policy, binding: &Binding, input: &Input<'_>) -> Box<Status> {
     let mut st = Status::failure(
         422,
         "Invalid",
@@ -575,7 +567,7 @@ pub(crate) fn params_missing(policy: &Policy, binding: &Binding, input: &Input<'
 }
 
 /// kube's defaults for a policy (v1).
-pub(crate) fn set_policy_defaults(obj: &mut Value) {
+pub fn set_policy_defaults(obj: &mut Value) {
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
@@ -591,7 +583,7 @@ pub(crate) fn set_policy_defaults(obj: &mut Value) {
 }
 
 /// kube's defaults for a binding (v1).
-pub(crate) fn set_binding_defaults(obj: &mut Value) {
+pub fn set_binding_defaults(obj: &mut Value) {
     if let Some(m) = obj
         .get_mut("spec")
         .and_then(|s| s.get_mut("matchResources"))
@@ -656,7 +648,7 @@ fn validate_constraints(m: &Value, at: &str, required: bool, errs: &mut Vec<Fiel
 }
 
 /// kube's validation of a policy (the parts Wasmgate serves; what it does not is refused).
-pub(crate) fn validate_policy(obj: &Value) -> Vec<FieldError> {
+pub fn validate_policy(obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     let list = |k: &str| {
@@ -783,7 +775,7 @@ pub(crate) fn validate_policy(obj: &Value) -> Vec<FieldError> {
 }
 
 /// kube's validation of a binding (the parts Wasmgate serves).
-pub(crate) fn validate_binding(obj: &Value) -> Vec<FieldError> {
+pub fn validate_binding(obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     if s(spec, "policyName").is_empty() {
@@ -851,7 +843,7 @@ pub(crate) fn validate_binding(obj: &Value) -> Vec<FieldError> {
 }
 
 /// The `status` a policy should show: its expression warnings (kube's `typeChecking`).
-pub(crate) fn status_of(policy: &Policy, generation: Option<i64>) -> Value {
+pub fn status_of(policy: &Policy, generation: Option<i64>) -> Value {
     let warnings: Vec<Value> = policy
         .warnings
         .iter()

@@ -14,14 +14,14 @@ use crate::outbound::Target;
 
 /// What a webhook does when it cannot be called or answers nonsense.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FailurePolicy {
+pub enum FailurePolicy {
     Fail,
     Ignore,
 }
 
 /// How a rule matches a request for another version of a resource it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum MatchPolicy {
+pub enum MatchPolicy {
     /// Only the versions listed.
     Exact,
     /// Any version of a resource one of the rules names (kube's default).
@@ -30,7 +30,7 @@ pub(crate) enum MatchPolicy {
 
 /// Which objects a rule covers by scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scope {
+pub enum Scope {
     Any,
     Cluster,
     Namespaced,
@@ -38,41 +38,41 @@ pub(crate) enum Scope {
 
 /// One `rules[]` entry.
 #[derive(Debug, Clone)]
-pub(crate) struct Rule {
-    pub(crate) operations: Vec<String>,
-    pub(crate) groups: Vec<String>,
-    pub(crate) versions: Vec<String>,
-    pub(crate) resources: Vec<String>,
-    pub(crate) scope: Scope,
+pub struct Rule {
+    pub operations: Vec<String>,
+    pub groups: Vec<String>,
+    pub versions: Vec<String>,
+    pub resources: Vec<String>,
+    pub scope: Scope,
 }
 
 /// One webhook of a configuration, ready to be matched and called.
 #[derive(Debug)]
-pub(crate) struct Webhook {
+pub struct Webhook {
     /// `webhooks[].name`.
-    pub(crate) name: String,
+    pub name: String,
     /// The configuration object's name.
-    pub(crate) configuration: String,
-    pub(crate) mutating: bool,
+    pub configuration: String,
+    pub mutating: bool,
     /// Where it is called; `Err`: why it cannot be (a failure under its policy).
-    pub(crate) target: Result<Target, String>,
-    pub(crate) rules: Vec<Rule>,
-    pub(crate) failure_policy: FailurePolicy,
-    pub(crate) match_policy: MatchPolicy,
-    pub(crate) namespace_selector: LabelSelector,
-    pub(crate) object_selector: LabelSelector,
-    pub(crate) timeout: Duration,
+    pub target: Result<Target, String>,
+    pub rules: Vec<Rule>,
+    pub failure_policy: FailurePolicy,
+    pub match_policy: MatchPolicy,
+    pub namespace_selector: LabelSelector,
+    pub object_selector: LabelSelector,
+    pub timeout: Duration,
     /// `reinvocationPolicy: IfNeeded`.
-    pub(crate) reinvoke: bool,
+    pub reinvoke: bool,
     /// `matchConditions`: (name, compiled CEL over `object`, `oldObject`, `request`).
-    pub(crate) match_conditions: Vec<(String, Result<wasmgate_cel::Expression, String>)>,
+    pub match_conditions: Vec<(String, Result<wasmgate_cel::Expression, String>)>,
 }
 
 /// The variables of a webhook's `matchConditions`.
-pub(crate) const MATCH_CONDITION_VARIABLES: &[&str] = &["object", "oldObject", "request"];
+pub const MATCH_CONDITION_VARIABLES: &[&str] = &["object", "oldObject", "request"];
 
 /// A match condition's expression, compiled (it must give a bool).
-pub(crate) fn compile_condition(source: &str) -> Result<wasmgate_cel::Expression, String> {
+pub fn compile_condition(source: &str) -> Result<wasmgate_cel::Expression, String> {
     let e = wasmgate_cel::Expression::compile(source, MATCH_CONDITION_VARIABLES)?;
     if e.may_return("bool") {
         Ok(e)
@@ -82,7 +82,7 @@ pub(crate) fn compile_condition(source: &str) -> Result<wasmgate_cel::Expression
 }
 
 /// The webhooks of a stored configuration, in order (`mutating`: which kind it is).
-pub(crate) fn parse(obj: &Value, mutating: bool) -> Vec<Webhook> {
+pub fn parse(obj: &Value, mutating: bool) -> Vec<Webhook> {
     let configuration = obj
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -152,7 +152,7 @@ pub(crate) fn parse(obj: &Value, mutating: bool) -> Vec<Webhook> {
         .collect()
 }
 
-pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
+pub fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -163,7 +163,7 @@ pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-pub(crate) fn rule(r: &Value) -> Rule {
+pub fn rule(r: &Value) -> Rule {
     Rule {
         operations: strings(r.get("operations")),
         groups: strings(r.get("apiGroups")),
@@ -180,7 +180,7 @@ pub(crate) fn rule(r: &Value) -> Rule {
 /// Where `clientConfig` points: its `url`, or `https://NAME.NAMESPACE.svc:PORT/PATH` for
 /// a `service` (Wasmgate has no Services: that name must resolve, e.g. through
 /// `/etc/hosts` or DNS, to where the webhook listens).
-pub(crate) fn target(cc: &Value) -> Result<Target, String> {
+pub fn target(cc: &Value) -> Result<Target, String> {
     let ca_bundle = match cc.get("caBundle").and_then(Value::as_str) {
         Some(b) if !b.is_empty() => Some(Bytes::from(
             base64::engine::general_purpose::STANDARD
@@ -230,7 +230,7 @@ const MAX_TIMEOUT_SECONDS: u64 = 30;
 
 /// kube-apiserver's defaults (SetDefaults_*Webhook, v1), set on every write so that what
 /// is stored and shown says what is in force.
-pub(crate) fn set_defaults(obj: &mut Value, mutating: bool) {
+pub fn set_defaults(obj: &mut Value, mutating: bool) {
     let Some(hooks) = obj.get_mut("webhooks").and_then(Value::as_array_mut) else {
         return;
     };
@@ -267,7 +267,7 @@ pub(crate) fn set_defaults(obj: &mut Value, mutating: bool) {
 }
 
 /// kube's validation of a webhook configuration (v1).
-pub(crate) fn validate(obj: &Value, mutating: bool) -> Vec<FieldError> {
+pub fn validate(obj: &Value, mutating: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let empty = Vec::new();
     let hooks = obj
@@ -401,7 +401,7 @@ pub(crate) fn validate(obj: &Value, mutating: bool) -> Vec<FieldError> {
 }
 
 /// kube's validation of a webhook `clientConfig` (admission and conversion webhooks).
-pub(crate) fn validate_client_config(cc: Option<&Value>, at: &str, errs: &mut Vec<FieldError>) {
+pub fn validate_client_config(cc: Option<&Value>, at: &str, errs: &mut Vec<FieldError>) {
     let cc = cc.and_then(Value::as_object);
     let empty = Map::new();
     let cc = cc.unwrap_or(&empty);
@@ -499,7 +499,7 @@ pub(crate) fn validate_client_config(cc: Option<&Value>, at: &str, errs: &mut Ve
     }
 }
 
-pub(crate) fn validate_rule(r: &Value, at: &str, errs: &mut Vec<FieldError>) {
+pub fn validate_rule(r: &Value, at: &str, errs: &mut Vec<FieldError>) {
     let list = |k: &str, errs: &mut Vec<FieldError>| -> Vec<String> {
         let items = strings(r.get(k));
         if items.is_empty() {

@@ -21,47 +21,47 @@
 //! Partial: a rule matched through `matchPolicy: Equivalent` sends the object at the
 //! version the client wrote, not converted to one the rule lists; no `authorizer`.
 
-pub(crate) mod call;
-pub(crate) mod config;
+pub mod call;
+pub mod config;
 
 use std::sync::{Arc, Weak};
 
 use serde_json::{Map, Value};
 use wasmgate_storage::ReadAt;
 
-pub(crate) use config::Webhook;
+pub use config::Webhook;
 use config::{MatchPolicy, Rule, Scope};
 
-use crate::Inner;
+use crate::Context;
 use crate::plugins::Op;
 
 /// The API group of the configurations.
-pub(crate) const GROUP: &str = crate::registry::ADMISSIONREGISTRATION_GROUP;
+pub const GROUP: &str = crate::registry::ADMISSIONREGISTRATION_GROUP;
 /// Their keys' prefix in the store.
 const PREFIX: &str = "admissionregistration.k8s.io/";
 
 /// The webhooks in force.
 #[derive(Debug, Default)]
-pub(crate) struct Index {
+pub struct Index {
     /// The store revision it reflects.
-    pub(crate) revision: u64,
+    pub revision: u64,
     mutating: Vec<Arc<Webhook>>,
     validating: Vec<Arc<Webhook>>,
 }
 
 /// What a request looks like to the rules.
-pub(crate) struct Attributes<'a> {
-    pub(crate) group: &'a str,
-    pub(crate) version: &'a str,
-    pub(crate) resource: &'a str,
-    pub(crate) subresource: Option<&'a str>,
-    pub(crate) op: Op,
-    pub(crate) namespaced: bool,
+pub struct Attributes<'a> {
+    pub group: &'a str,
+    pub version: &'a str,
+    pub resource: &'a str,
+    pub subresource: Option<&'a str>,
+    pub op: Op,
+    pub namespaced: bool,
     /// Every version the resource is served at (`matchPolicy: Equivalent`).
-    pub(crate) served_versions: &'a [String],
+    pub served_versions: &'a [String],
     /// The labels of the object and of the stored one.
-    pub(crate) labels: Option<&'a Map<String, Value>>,
-    pub(crate) old_labels: Option<&'a Map<String, Value>>,
+    pub labels: Option<&'a Map<String, Value>>,
+    pub old_labels: Option<&'a Map<String, Value>>,
 }
 
 impl Index {
@@ -90,14 +90,14 @@ impl Index {
     }
 
     /// Whether no webhook is configured (the common case: nothing to match).
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.mutating.is_empty() && self.validating.is_empty()
     }
 
     /// The mutating and the validating webhooks whose rules and object selector match `a`
     /// (the namespace selector is the caller's: it needs the namespace's labels, read only
     /// when a webhook matched this far).
-    pub(crate) fn matching(&self, a: &Attributes<'_>) -> (Vec<Arc<Webhook>>, Vec<Arc<Webhook>>) {
+    pub fn matching(&self, a: &Attributes<'_>) -> (Vec<Arc<Webhook>>, Vec<Arc<Webhook>>) {
         if a.group == GROUP || a.group == crate::plugins::crd::GROUP {
             return (Vec::new(), Vec::new());
         }
@@ -128,13 +128,13 @@ impl Webhook {
     /// `namespaceSelector`, given what it is matched against: the namespace's labels for a
     /// namespaced object, the object's own for a Namespace; a cluster-scoped object of any
     /// other kind always matches.
-    pub(crate) fn matches_namespace(&self, labels: Option<&Map<String, Value>>) -> bool {
+    pub fn matches_namespace(&self, labels: Option<&Map<String, Value>>) -> bool {
         self.namespace_selector.is_everything() || self.namespace_selector.matches(labels)
     }
 
     /// Whether the namespace selector needs anything read (kube skips it for
     /// cluster-scoped objects other than namespaces).
-    pub(crate) fn selects_namespaces(&self) -> bool {
+    pub fn selects_namespaces(&self) -> bool {
         !self.namespace_selector.is_everything()
     }
 }
@@ -142,7 +142,7 @@ impl Webhook {
 impl Rule {
     /// kube's rule matcher; `exact`: the version must be listed (else any version of a
     /// resource the rule names will do, for `matchPolicy: Equivalent`).
-    pub(crate) fn matches(&self, a: &Attributes<'_>, exact: bool) -> bool {
+    pub fn matches(&self, a: &Attributes<'_>, exact: bool) -> bool {
         let any = |list: &[String], v: &str| list.iter().any(|x| x == "*" || x == v);
         let op = match a.op {
             Op::Create => "CREATE",
@@ -176,9 +176,9 @@ impl Rule {
 /// Reads every configuration, policy and binding and rebuilds the indexes (the policies'
 /// first: a writer waiting for the webhooks' revision then sees both); then brings the
 /// policies' `status.typeChecking` up to date.
-pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<u64, String> {
+pub async fn sync(inner: &dyn Context) -> Result<u64, String> {
     let page = inner
-        .store
+        .store()
         .list(PREFIX, ReadAt::Latest, None, 0, false)
         .await
         .map_err(|e| crate::error::error_chain(&e))?;
@@ -210,10 +210,10 @@ pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<u64, String> {
                 .then(|| (o.clone(), desired))
         })
         .collect();
-    inner.policies.send_replace(Arc::new(policy_index));
+    inner.policies().send_replace(Arc::new(policy_index));
     let ix = Index::build(page.revision, configs.into_iter());
     let revision = ix.revision;
-    inner.webhooks.send_replace(Arc::new(ix));
+    inner.webhooks().send_replace(Arc::new(ix));
     for (mut obj, status) in statuses {
         let name = crate::object::meta_str(&obj, "name")
             .unwrap_or("")
@@ -229,7 +229,7 @@ pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<u64, String> {
 }
 
 /// Keeps the index current.
-pub(crate) async fn run(inner: Weak<Inner>) {
+pub async fn run(inner: Weak<dyn Context>) {
     crate::controller::run(inner, "webhooks", PREFIX, |i| async move {
         let revision = sync(&i).await?;
         Ok(crate::controller::Reconciled {
@@ -242,8 +242,8 @@ pub(crate) async fn run(inner: Weak<Inner>) {
 
 /// Waits (briefly) until the index includes `revision`, after a write of a configuration:
 /// the next request is admitted with it.
-pub(crate) async fn wait_for(inner: &Inner, revision: u64) {
-    crate::controller::wait_for_index(&inner.webhooks, revision, |ix| ix.revision).await;
+pub async fn wait_for(inner: &dyn Context, revision: u64) {
+    crate::controller::wait_for_index(inner.webhooks(), revision, |ix| ix.revision).await;
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ const FAILURE_POLICIES: [&str; 2] = ["Fail", "Ignore"];
 const ISOLATIONS: [&str; 2] = ["PerRequest", "Reused"];
 
 /// The errors of a `WasmPlugin`'s spec, with kube's field paths (`spec.groups[0]`).
-pub(crate) fn validate(obj: &Value) -> Vec<FieldError> {
+pub fn validate(obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let Some(spec) = obj.get("spec").and_then(Value::as_object) else {
         return errs;

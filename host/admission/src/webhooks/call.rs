@@ -17,7 +17,7 @@ const MAX_REPLY_BYTES: usize = 6 << 20;
 
 /// Why a webhook call gave no usable answer (its failure policy decides what follows).
 #[derive(Debug)]
-pub(crate) enum CallFailure {
+pub enum CallFailure {
     /// It could not be called: connection, TLS, timeout, an uncallable client config.
     Call(String),
     /// It answered, but not a valid `AdmissionReview` for this request.
@@ -26,7 +26,7 @@ pub(crate) enum CallFailure {
 
 impl CallFailure {
     /// kube's text after `failed calling webhook "NAME": `.
-    pub(crate) fn message(&self) -> String {
+    pub fn message(&self) -> String {
         match self {
             CallFailure::Call(e) => format!("failed to call webhook: {e}"),
             CallFailure::Invalid(e) => format!("received invalid webhook response: {e}"),
@@ -34,7 +34,7 @@ impl CallFailure {
     }
 
     /// A short cause for metrics and logs.
-    pub(crate) fn cause(&self) -> &'static str {
+    pub fn cause(&self) -> &'static str {
         match self {
             CallFailure::Call(_) => "call",
             CallFailure::Invalid(_) => "invalid-response",
@@ -43,7 +43,7 @@ impl CallFailure {
 }
 
 /// The `Status` of a failed call under `failurePolicy: Fail` (kube: an internal error).
-pub(crate) fn failure_status(hook: &Webhook, f: &CallFailure) -> Status {
+pub fn failure_status(hook: &Webhook, f: &CallFailure) -> Status {
     Status::failure(
         500,
         "InternalError",
@@ -58,7 +58,7 @@ pub(crate) fn failure_status(hook: &Webhook, f: &CallFailure) -> Status {
 /// The `Status` of a denial (kube's `webhookerrors.ToStatusErr`): the webhook's own code
 /// (400 when it gives none or one below 400), reason and details; the message prefixed
 /// with who denied it.
-pub(crate) fn denial_status(hook: &Webhook, status: Option<&wit::Status>) -> Status {
+pub fn denial_status(hook: &Webhook, status: Option<&wit::Status>) -> Status {
     let denied = format!("admission webhook {:?} denied the request", hook.name);
     let (code, reason, message, causes) = match status {
         Some(s) => (
@@ -89,13 +89,13 @@ pub(crate) fn denial_status(hook: &Webhook, status: Option<&wit::Status>) -> Sta
 }
 
 /// The `AdmissionReview` request for `req` (whose `object` and `old_object` are JSON).
-pub(crate) fn review(req: &AdmissionRequest) -> Result<Value, CallFailure> {
+pub fn review(req: &AdmissionRequest) -> Result<Value, CallFailure> {
     review_of(req, true)
 }
 
 /// [`review`], with `object` and `oldObject` left `null` unless `objects` (a caller that
 /// has them decoded already).
-pub(crate) fn review_of(req: &AdmissionRequest, objects: bool) -> Result<Value, CallFailure> {
+pub fn review_of(req: &AdmissionRequest, objects: bool) -> Result<Value, CallFailure> {
     let json_of = |s: &Option<String>| -> Result<Value, CallFailure> {
         match s {
             Some(s) if objects => serde_json::from_str(s)
@@ -147,8 +147,8 @@ pub(crate) fn review_of(req: &AdmissionRequest, objects: bool) -> Result<Value, 
 
 /// Calls `hook` with `req` and returns its answer as a plugin's would be; counted and
 /// timed in the metrics.
-pub(crate) async fn call(
-    inner: &crate::Inner,
+pub async fn call(
+    inner: &dyn crate::Context,
     hook: &Webhook,
     req: &AdmissionRequest,
 ) -> Result<wit::AdmissionResponse, CallFailure> {
@@ -165,7 +165,7 @@ pub(crate) async fn call(
         });
     }
     let started = std::time::Instant::now();
-    let r = call_once(&inner.outbound, hook, req, &review)
+    let r = call_once(inner.outbound(), hook, req, &review)
         .instrument(tracing::debug_span!("webhook", webhook = %hook.name))
         .await;
     let outcome = match &r {
@@ -178,7 +178,7 @@ pub(crate) async fn call(
         Ok(a) => !a.allowed,
         Err(_) => hook.failure_policy == super::config::FailurePolicy::Fail,
     };
-    inner.metrics.webhook_call(
+    inner.metrics().webhook_call(
         &hook.name,
         hook.mutating,
         started.elapsed(),

@@ -44,7 +44,7 @@ use wasmgate_storage::{EventKind, ReadAt};
 
 use super::crd::{KEY_PREFIX, PATH};
 use super::{Binding, FailurePolicy};
-use crate::Inner;
+use crate::Context;
 use crate::client::system_user;
 use crate::object;
 
@@ -75,17 +75,17 @@ struct Known {
     previous: Vec<String>,
 }
 
-pub(crate) async fn run(weak: Weak<Inner>) {
+pub async fn run(weak: Weak<dyn Context>) {
     let mut known: HashMap<String, Known> = HashMap::new();
     let mut files = FileEvents::new();
     loop {
         let Some(inner) = weak.upgrade() else { return };
-        let mut shutdown = inner.shutdown.subscribe();
+        let mut shutdown = inner.shutdown();
         if *shutdown.borrow() {
             return;
         }
         let listed = inner
-            .store
+            .store()
             .list(KEY_PREFIX, ReadAt::Latest, None, usize::MAX, false)
             .await;
         let (rev, items) = match listed {
@@ -112,9 +112,9 @@ pub(crate) async fn run(weak: Weak<Inner>) {
             .collect::<Vec<_>>()
         {
             known.remove(&gone);
-            inner.plugins.remove(&gone);
+            inner.plugins().remove(&gone);
         }
-        let mut watcher = match inner.store.watch(KEY_PREFIX, rev) {
+        let mut watcher = match inner.store().watch(KEY_PREFIX, rev) {
             Ok(w) => w,
             Err(_) => continue,
         };
@@ -149,7 +149,7 @@ pub(crate) async fn run(weak: Weak<Inner>) {
                         EventKind::Delete => {
                             let name = object::meta_str(&obj, "name").unwrap_or("");
                             known.remove(name);
-                            inner.plugins.remove(name);
+                            inner.plugins().remove(name);
                         }
                     }
                 }
@@ -167,7 +167,7 @@ enum Wake {
 }
 
 /// A new version of an object: load it when its spec changed.
-async fn observe(inner: &Arc<Inner>, known: &mut HashMap<String, Known>, obj: Value) {
+async fn observe(inner: &Arc<dyn Context>, known: &mut HashMap<String, Known>, obj: Value) {
     let name = object::meta_str(&obj, "name").unwrap_or("").to_owned();
     let generation = object::meta(&obj)
         .get("generation")
@@ -182,7 +182,7 @@ async fn observe(inner: &Arc<Inner>, known: &mut HashMap<String, Known>, obj: Va
         if k.uid != uid {
             // Deleted and created again under the same name: a new plugin.
             known.remove(&name);
-            inner.plugins.remove(&name);
+            inner.plugins().remove(&name);
         }
     }
     let k = known.entry(name.clone()).or_insert_with(|| Known {
@@ -201,7 +201,7 @@ async fn observe(inner: &Arc<Inner>, known: &mut HashMap<String, Known>, obj: Va
 
 /// The fallback poll: re-reads module files whose size, times, inode or resolved path
 /// changed.
-async fn poll_files(inner: &Arc<Inner>, known: &mut HashMap<String, Known>) {
+async fn poll_files(inner: &Arc<dyn Context>, known: &mut HashMap<String, Known>) {
     for (name, k) in known.iter_mut() {
         let Some(path) = k.obj["spec"]["module"]["path"].as_str().map(PathBuf::from) else {
             continue;
@@ -215,7 +215,7 @@ async fn poll_files(inner: &Arc<Inner>, known: &mut HashMap<String, Known>) {
 
 /// After file-system events: re-reads the module files they name (`None`: all of them).
 async fn check_files(
-    inner: &Arc<Inner>,
+    inner: &Arc<dyn Context>,
     known: &mut HashMap<String, Known>,
     changed: &Option<HashSet<PathBuf>>,
 ) {
@@ -473,7 +473,7 @@ impl From<LoadError> for NotReady {
 }
 
 /// Loads the module of `k` when it changed (`spec_changed`: the object did) and serves it.
-async fn reconcile(inner: &Arc<Inner>, name: &str, k: &mut Known, spec_changed: bool) {
+async fn reconcile(inner: &Arc<dyn Context>, name: &str, k: &mut Known, spec_changed: bool) {
     let module = &k.obj["spec"]["module"];
     let read = match (module["path"].as_str(), module["digest"].as_str()) {
         (Some(path), _) => {
@@ -521,7 +521,7 @@ async fn reconcile(inner: &Arc<Inner>, name: &str, k: &mut Known, spec_changed: 
     match result {
         Ok(binding) => {
             let hooks = binding.hooks;
-            inner.plugins.put(binding);
+            inner.plugins().put(binding);
             if let Some(old) = k.digest.replace(digest.clone())
                 && old != digest
             {
@@ -537,7 +537,7 @@ async fn reconcile(inner: &Arc<Inner>, name: &str, k: &mut Known, spec_changed: 
 
 /// Reads the spec, loads the module and builds the binding.
 async fn load(
-    inner: &Arc<Inner>,
+    inner: &Arc<dyn Context>,
     name: &str,
     obj: &Value,
     bytes: &[u8],
@@ -576,7 +576,7 @@ async fn load(
         _ => "{}".to_owned(),
     };
     let runtime = inner
-        .plugins
+        .plugins()
         .runtime()
         .map_err(|e| NotReady("RuntimeUnavailable", e))?;
     let plugin = runtime.load(name, bytes, limits, &config).await?;
@@ -627,7 +627,7 @@ async fn load(
 }
 
 /// Writes the outcome to `status` (through the API, as the gateway).
-async fn report(inner: &Arc<Inner>, name: &str, k: &Known, outcome: Result<Hooks, NotReady>) {
+async fn report(inner: &Arc<dyn Context>, name: &str, k: &Known, outcome: Result<Hooks, NotReady>) {
     let now = object::now_rfc3339();
     let prev_cond = k.obj["status"]["conditions"]
         .as_array()

@@ -14,10 +14,10 @@
 //! a request in flight, which finishes on the version it started with.
 
 mod controller;
-pub(crate) mod crd;
+pub mod crd;
 pub mod dir;
-pub(crate) mod upload;
-pub(crate) mod validation;
+pub mod upload;
+pub mod validation;
 
 use std::sync::{Arc, RwLock};
 
@@ -25,18 +25,18 @@ use serde_json::Value;
 use wasmgate_apimachinery::selectors::LabelSelector;
 use wasmgate_plugin_runtime::{Plugin, Runtime, RuntimeConfig};
 
-pub(crate) use controller::run;
+pub use controller::run;
 
 /// What a binding does when its plugin fails (trap, timeout, out of memory, malformed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FailurePolicy {
+pub enum FailurePolicy {
     Fail,
     Ignore,
 }
 
 /// Admission operations, as `WasmPlugin.spec.operations` names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Op {
+pub enum Op {
     Create,
     Update,
     Delete,
@@ -53,22 +53,22 @@ impl Op {
 }
 
 /// One served `WasmPlugin`: its filters and the loaded plugin version.
-pub(crate) struct Binding {
-    pub(crate) name: String,
+pub struct Binding {
+    pub name: String,
     groups: Vec<String>,
     resources: Vec<String>,
     operations: Vec<String>,
-    pub(crate) namespace_selector: Option<LabelSelector>,
+    pub namespace_selector: Option<LabelSelector>,
     object_selector: Option<LabelSelector>,
-    pub(crate) hooks: wasmgate_plugin_runtime::Hooks,
+    pub hooks: wasmgate_plugin_runtime::Hooks,
     order: i64,
-    pub(crate) failure_policy: FailurePolicy,
-    pub(crate) plugin: Arc<Plugin>,
+    pub failure_policy: FailurePolicy,
+    pub plugin: Arc<Plugin>,
 }
 
 impl Binding {
     /// Runs one call of `hook`, timed and counted in the metrics, in a tracing span.
-    pub(crate) async fn call<T>(
+    pub async fn call<T>(
         &self,
         metrics: &crate::metrics::Metrics,
         hook: &'static str,
@@ -96,7 +96,7 @@ impl Binding {
 
     /// Whether the admission hooks see this request (all but the namespace selector,
     /// which needs the namespace: [`Binding::namespace_selector`]).
-    pub(crate) fn admits(
+    pub fn admits(
         &self,
         group: &str,
         resource: &str,
@@ -130,16 +130,16 @@ impl Binding {
 
 /// The bindings every request reads, and the runtime that loads plugins (created with the
 /// first plugin: a gateway without plugins never starts wasmtime).
-pub(crate) struct Plugins {
+pub struct Plugins {
     bindings: RwLock<Arc<Vec<Arc<Binding>>>>,
     runtime: std::sync::OnceLock<Result<Arc<Runtime>, String>>,
     cache_dir: Option<std::path::PathBuf>,
     /// Bumped after every change of the bindings.
-    pub(crate) changed: tokio::sync::watch::Sender<u64>,
+    pub changed: tokio::sync::watch::Sender<u64>,
 }
 
 impl Plugins {
-    pub(crate) fn new(cache_dir: Option<std::path::PathBuf>) -> Plugins {
+    pub fn new(cache_dir: Option<std::path::PathBuf>) -> Plugins {
         Plugins {
             bindings: RwLock::new(Arc::new(Vec::new())),
             runtime: std::sync::OnceLock::new(),
@@ -149,7 +149,7 @@ impl Plugins {
     }
 
     /// The bindings now, in order (by `order`, then name).
-    pub(crate) fn snapshot(&self) -> Arc<Vec<Arc<Binding>>> {
+    pub fn snapshot(&self) -> Arc<Vec<Arc<Binding>>> {
         self.bindings
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -157,7 +157,7 @@ impl Plugins {
     }
 
     /// The binding that serves `resource` of `group` with `hook`, first in order.
-    pub(crate) fn for_resource(
+    pub fn for_resource(
         &self,
         group: &str,
         resource: &str,
@@ -175,7 +175,7 @@ impl Plugins {
     }
 
     /// The binding named `name` (conversion: `wasm://name`).
-    pub(crate) fn named(&self, name: &str) -> Option<Arc<Binding>> {
+    pub fn named(&self, name: &str) -> Option<Arc<Binding>> {
         self.snapshot().iter().find(|b| b.name == name).cloned()
     }
 

@@ -1,25 +1,23 @@
 //! The `WasmPlugin` type: a CRD the gateway installs at start through its own API, and
 //! puts back as shipped if its spec was changed.
 
-use std::sync::Arc;
-
 use serde_json::Value;
 
-use crate::Inner;
+use crate::Context;
 
 const MANIFEST: &str = include_str!("wasmplugins.crd.yaml");
 const NAME: &str = "wasmplugins.wasmgate.dev";
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 
 /// The group of `WasmPlugin`.
-pub(crate) const GROUP: &str = "wasmgate.dev";
+pub const GROUP: &str = "wasmgate.dev";
 /// Where `WasmPlugin` objects are stored.
-pub(crate) const KEY_PREFIX: &str = "wasmgate.dev/wasmplugins/";
+pub const KEY_PREFIX: &str = "wasmgate.dev/wasmplugins/";
 /// Their API path.
-pub(crate) const PATH: &str = "/apis/wasmgate.dev/v1alpha1/wasmplugins";
+pub const PATH: &str = "/apis/wasmgate.dev/v1alpha1/wasmplugins";
 
 /// Whether `rt` is the `WasmPlugin` type.
-pub(crate) fn is_wasmplugins(rt: &crate::registry::ResourceType) -> bool {
+pub fn is_wasmplugins(rt: &crate::registry::ResourceType) -> bool {
     rt.group == GROUP && rt.resource == "wasmplugins"
 }
 
@@ -30,7 +28,7 @@ fn manifest() -> Result<Value, String> {
 }
 
 /// Creates the CRD, or restores its spec; returns when the type is served.
-pub(crate) async fn ensure(inner: &Arc<Inner>) -> Result<(), String> {
+pub async fn ensure(inner: &dyn Context) -> Result<(), String> {
     crate::client::apply(
         inner,
         crate::client::system_user(),
