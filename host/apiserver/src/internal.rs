@@ -93,3 +93,9 @@ impl wasmgate_admission::Context for Inner {
         &self.metrics
     }
 }
+
+impl wasmgate_rbac::Context for Inner {
+    fn rbac(&self) -> &watch::Sender<std::sync::Arc<crate::rbac::Index>> {
+        &self.rbac
+    }
+}

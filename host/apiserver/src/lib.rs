@@ -21,7 +21,7 @@
 //!   core Events; the conversion is `wasmgate_apimachinery::events`).
 //! * `reviews`: the create-only reviews (access reviews, `TokenReview`).
 //!
-//! Below it: `wasmgate-admission`, `wasmgate-controllers`, `wasmgate-metrics`, `wasmgate-registry` (resource types, discovery,
+//! Below it: `wasmgate-admission`, `wasmgate-rbac`, `wasmgate-controllers`, `wasmgate-metrics`, `wasmgate-registry` (resource types, discovery,
 //! OpenAPI), `wasmgate-auth`,
 //! `wasmgate-outbound`, `wasmgate-apiserver-core`. This crate names no storage engine,
 //! wasmtime or tikv-client: plugins run through `wasmgate-plugin-runtime`, the one crate
@@ -46,7 +46,6 @@ mod health;
 mod internal;
 mod kinds;
 mod limits;
-mod rbac;
 mod request;
 mod reviews;
 mod stack;
@@ -72,6 +71,8 @@ use wasmgate_controllers::{gc, namespaces};
 use wasmgate_metrics as metrics;
 // The three kinds of admitter.
 use wasmgate_admission::{plugins, policies, webhooks};
+// The authorizer.
+use wasmgate_rbac as rbac;
 
 pub use body::Body;
 pub use version::GIT_VERSION;
@@ -254,8 +255,10 @@ impl ApiServer {
             .await
             .map_err(ApiServerError::Bootstrap)?;
         // The index follows the store from the start: each bootstrap write waits for it.
-        tokio::spawn(rbac::run(Arc::downgrade(&inner)));
-        rbac::bootstrap(&inner)
+        let authorizer: std::sync::Weak<dyn wasmgate_rbac::Context> =
+            Arc::downgrade(&inner) as std::sync::Weak<Inner>;
+        tokio::spawn(rbac::run(authorizer));
+        rbac::bootstrap(inner.as_ref())
             .await
             .map_err(ApiServerError::Bootstrap)?;
         aggregator::publish_authentication(&inner)

@@ -1,3 +1,5 @@
+//! # wasmgate-rbac
+//!
 //! RBAC authorization (`rbac.authorization.k8s.io/v1`, issue 12), as kube-apiserver's
 //! authorizer chain decides: members of `system:masters` may do anything; everyone else
 //! what the rules of the roles bound to them allow — every ClusterRoleBinding, and for a
@@ -26,29 +28,45 @@ use wasmgate_storage::ReadAt;
 
 use wasmgate_apimachinery::validation::FieldError;
 
-use crate::{Inner, User};
+use wasmgate_apiserver_core::{User, client, error, object};
+use wasmgate_controllers as controller;
+use wasmgate_registry as registry;
 
 mod bootstrap;
 
-pub(crate) use bootstrap::bootstrap;
+/// What the authorizer needs of the server: the controllers' context (the store to build
+/// the index from, the loopback client for the default policy) and the index it keeps.
+pub trait Context: wasmgate_controllers::Context {
+    /// The roles and bindings in force, rebuilt on every change.
+    fn rbac(&self) -> &tokio::sync::watch::Sender<Arc<Index>>;
+}
+
+/// A shared server is a context too.
+impl<C: Context + ?Sized> Context for Arc<C> {
+    fn rbac(&self) -> &tokio::sync::watch::Sender<Arc<Index>> {
+        (**self).rbac()
+    }
+}
+
+pub use bootstrap::bootstrap;
 
 /// The API group.
-pub(crate) const GROUP: &str = crate::registry::RBAC_GROUP;
+pub const GROUP: &str = crate::registry::RBAC_GROUP;
 /// Where the RBAC objects are stored.
 const PREFIX: &str = "rbac.authorization.k8s.io/";
 /// The group that may do anything.
-pub(crate) const MASTERS: &str = "system:masters";
+pub const MASTERS: &str = "system:masters";
 
 /// One rule of a role.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub(crate) struct PolicyRule {
-    pub(crate) verbs: Vec<String>,
-    pub(crate) api_groups: Vec<String>,
-    pub(crate) resources: Vec<String>,
-    pub(crate) resource_names: Vec<String>,
+pub struct PolicyRule {
+    pub verbs: Vec<String>,
+    pub api_groups: Vec<String>,
+    pub resources: Vec<String>,
+    pub resource_names: Vec<String>,
     #[serde(rename = "nonResourceURLs")]
-    pub(crate) non_resource_urls: Vec<String>,
+    pub non_resource_urls: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -83,22 +101,22 @@ struct Binding {
 
 /// A resource request's part of the attributes.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct ResourceAttributes {
-    pub(crate) group: String,
-    pub(crate) resource: String,
-    pub(crate) subresource: String,
-    pub(crate) namespace: String,
-    pub(crate) name: String,
+pub struct ResourceAttributes {
+    pub group: String,
+    pub resource: String,
+    pub subresource: String,
+    pub namespace: String,
+    pub name: String,
 }
 
 /// What a request asks to do (kube's `authorizer.Attributes`).
 #[derive(Debug, Clone)]
-pub(crate) struct Attributes<'a> {
-    pub(crate) user: &'a User,
-    pub(crate) verb: String,
+pub struct Attributes<'a> {
+    pub user: &'a User,
+    pub verb: String,
     /// `None`: a non-resource request for `path`.
-    pub(crate) resource: Option<ResourceAttributes>,
-    pub(crate) path: String,
+    pub resource: Option<ResourceAttributes>,
+    pub path: String,
 }
 
 impl PolicyRule {
@@ -159,14 +177,14 @@ impl Subject {
 }
 
 /// A user as bindings see it: the name and every group.
-pub(crate) struct Who<'a> {
+pub struct Who<'a> {
     name: &'a str,
     groups: Vec<&'a str>,
 }
 
 impl<'a> Who<'a> {
     /// An authenticated user (`system:authenticated` added, as kube's authenticators do).
-    pub(crate) fn of(user: &'a User) -> Who<'a> {
+    pub fn of(user: &'a User) -> Who<'a> {
         Who {
             name: &user.name,
             groups: groups_of(user).collect(),
@@ -174,7 +192,7 @@ impl<'a> Who<'a> {
     }
 
     /// A `SubjectAccessReview`'s subject: the groups exactly as given.
-    pub(crate) fn literal(user: &'a User) -> Who<'a> {
+    pub fn literal(user: &'a User) -> Who<'a> {
         Who {
             name: &user.name,
             groups: user.groups.iter().map(String::as_str).collect(),
@@ -184,7 +202,7 @@ impl<'a> Who<'a> {
 
 /// The user's groups, with `system:authenticated` for everyone but the anonymous user
 /// (kube's `AuthenticatedGroupAdder`: unless it or `system:unauthenticated` is there).
-pub(crate) fn groups_of(user: &User) -> impl Iterator<Item = &str> {
+pub fn groups_of(user: &User) -> impl Iterator<Item = &str> {
     let authenticated = (user.name != "system:anonymous"
         && !user
             .groups
@@ -196,31 +214,31 @@ pub(crate) fn groups_of(user: &User) -> impl Iterator<Item = &str> {
 
 /// The authorizer's decision: `system:masters` may do anything, everyone else what the
 /// current index allows.
-pub(crate) fn permits(inner: &Inner, a: &Attributes<'_>) -> bool {
-    is_master(a.user) || inner.rbac.borrow().allows(a)
+pub fn permits(inner: &dyn Context, a: &Attributes<'_>) -> bool {
+    is_master(a.user) || inner.rbac().borrow().allows(a)
 }
 
 /// The authorizer's decision with its reason, as kube's audit annotation
 /// `authorization.k8s.io/reason` gives it: `Some("")` for `system:masters` (kube's
 /// privileged-group authorizer gives none), `Some("RBAC: allowed by …")` naming the
 /// binding, role and subject that allow it, `None` when nothing does.
-pub(crate) fn decide(inner: &Inner, a: &Attributes<'_>) -> Option<String> {
+pub fn decide(inner: &dyn Context, a: &Attributes<'_>) -> Option<String> {
     if is_master(a.user) {
         return Some(String::new());
     }
-    inner.rbac.borrow().allowed_by(a, &Who::of(a.user))
+    inner.rbac().borrow().allowed_by(a, &Who::of(a.user))
 }
 
 /// Whether `user` is in `system:masters`.
-pub(crate) fn is_master(user: &User) -> bool {
+pub fn is_master(user: &User) -> bool {
     user.groups.iter().any(|g| g == MASTERS)
 }
 
 /// The roles and bindings, as of one store revision.
 #[derive(Debug, Default)]
-pub(crate) struct Index {
+pub struct Index {
     /// The store revision this was built at.
-    pub(crate) revision: u64,
+    pub revision: u64,
     cluster_roles: HashMap<String, Vec<PolicyRule>>,
     roles: HashMap<(String, String), Vec<PolicyRule>>,
     cluster_bindings: Vec<Binding>,
@@ -275,11 +293,7 @@ impl Index {
     }
 
     /// Every rule that holds for `user` in `namespace` ("": cluster-wide ones only).
-    pub(crate) fn rules_for<'a>(
-        &'a self,
-        user: &'a User,
-        namespace: &'a str,
-    ) -> Vec<&'a PolicyRule> {
+    pub fn rules_for<'a>(&'a self, user: &'a User, namespace: &'a str) -> Vec<&'a PolicyRule> {
         self.rules_of_subject(&Who::of(user), namespace)
     }
 
@@ -340,12 +354,12 @@ impl Index {
     }
 
     /// Whether the request is allowed.
-    pub(crate) fn allows(&self, a: &Attributes<'_>) -> bool {
+    pub fn allows(&self, a: &Attributes<'_>) -> bool {
         self.allows_subject(a, &Who::of(a.user))
     }
 
     /// [`Index::allows`] for `who` (a `SubjectAccessReview`'s literal subject).
-    pub(crate) fn allows_subject(&self, a: &Attributes<'_>, who: &Who<'_>) -> bool {
+    pub fn allows_subject(&self, a: &Attributes<'_>, who: &Who<'_>) -> bool {
         if who.groups.contains(&MASTERS) {
             return true;
         }
@@ -441,9 +455,9 @@ fn selector_matches(sel: &Value, obj: &Value) -> bool {
 }
 
 /// Reads every RBAC object and rebuilds the index.
-pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<u64, String> {
+pub async fn sync(inner: &dyn Context) -> Result<u64, String> {
     let page = inner
-        .store
+        .store()
         .list(PREFIX, ReadAt::Latest, None, 0, false)
         .await
         .map_err(|e| crate::error::error_chain(&e))?;
@@ -453,12 +467,12 @@ pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<u64, String> {
         .filter_map(|item| crate::object::from_stored(&item.value).ok());
     let ix = Index::build(page.revision, objects);
     let revision = ix.revision;
-    inner.rbac.send_replace(Arc::new(ix));
+    inner.rbac().send_replace(Arc::new(ix));
     Ok(revision)
 }
 
 /// Keeps the index current.
-pub(crate) async fn run(inner: Weak<Inner>) {
+pub async fn run(inner: Weak<dyn Context>) {
     crate::controller::run(inner, "rbac", PREFIX, |i| async move {
         let revision = sync(&i).await?;
         Ok(crate::controller::Reconciled {
@@ -470,8 +484,8 @@ pub(crate) async fn run(inner: Weak<Inner>) {
 }
 
 /// Waits (briefly) until the index includes `revision`, after a write of an RBAC object.
-pub(crate) async fn wait_for(inner: &Inner, revision: u64) {
-    crate::controller::wait_for_index(&inner.rbac, revision, |ix| ix.revision).await;
+pub async fn wait_for(inner: &dyn Context, revision: u64) {
+    crate::controller::wait_for_index(inner.rbac(), revision, |ix| ix.revision).await;
 }
 
 /// One atomic permission a rule grants (kube's rule breakdown for `Covers`).
@@ -544,7 +558,7 @@ impl PolicyRule {
 /// ClusterRole needs every permission it grants (or the `escalate` verb on it), binding a
 /// role needs every permission of the role (or `bind` on it); `system:masters` may always.
 /// `rt_resource`: `roles`, `clusterroles`, `rolebindings` or `clusterrolebindings`.
-pub(crate) fn confirm_no_escalation(
+pub fn confirm_no_escalation(
     index: &Index,
     user: &User,
     rt_resource: &str,
@@ -712,7 +726,7 @@ fn compact(atoms: &[Atom]) -> Vec<String> {
 }
 
 /// kube's 403 for a refused request (`responsewriters.Forbidden`).
-pub(crate) fn forbidden(a: &Attributes<'_>) -> crate::error::ApiError {
+pub fn forbidden(a: &Attributes<'_>) -> crate::error::ApiError {
     use wasmgate_apimachinery::status::Status;
     let user = &a.user.name;
     let Some(r) = &a.resource else {
@@ -754,7 +768,7 @@ pub(crate) fn forbidden(a: &Attributes<'_>) -> crate::error::ApiError {
 }
 
 /// kube's `ValidatePolicyRule` for each rule of a Role (`namespaced`) or ClusterRole.
-pub(crate) fn validate_rules(obj: &Value, namespaced: bool) -> Vec<FieldError> {
+pub fn validate_rules(obj: &Value, namespaced: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let rules = obj.get("rules").and_then(Value::as_array);
     for (i, r) in rules.into_iter().flatten().enumerate() {
@@ -802,11 +816,7 @@ pub(crate) fn validate_rules(obj: &Value, namespaced: bool) -> Vec<FieldError> {
 
 /// kube's RoleBinding / ClusterRoleBinding validation: a role reference of the right
 /// kind and group that never changes, subjects of the known kinds.
-pub(crate) fn validate_binding(
-    obj: &Value,
-    old: Option<&Value>,
-    namespaced: bool,
-) -> Vec<FieldError> {
+pub fn validate_binding(obj: &Value, old: Option<&Value>, namespaced: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let r = &obj["roleRef"];
     let kinds: &[&str] = if namespaced {

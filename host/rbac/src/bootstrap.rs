@@ -1,13 +1,10 @@
 //! The default roles and bindings of kube's bootstrap policy, written at start when
 //! missing (see the parent module).
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
 use super::{GROUP, Index, MASTERS, PolicyRule, sync};
-use crate::Inner;
-use crate::client::Client as _;
+use crate::Context;
 
 fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
     json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
@@ -330,7 +327,7 @@ fn default_bindings() -> Vec<DefaultBinding> {
 
 /// Creates the default roles and bindings that are missing (kube's `rbac/bootstrap-roles`
 /// post-start hook; existing ones are left as they are), then builds the index.
-pub(crate) async fn bootstrap(inner: &Arc<Inner>) -> Result<(), String> {
+pub async fn bootstrap(inner: &dyn Context) -> Result<(), String> {
     let defaults = json!({"kubernetes.io/bootstrapping": "rbac-defaults"});
     let annotations = json!({"rbac.authorization.kubernetes.io/autoupdate": "true"});
     let mut objects = Vec::new();
