@@ -27,3 +27,17 @@ pub struct User {
     /// Groups.
     pub groups: Vec<String>,
 }
+
+impl User {
+    /// The user's groups, with `system:authenticated` for everyone but the anonymous user
+    /// (kube's `AuthenticatedGroupAdder`: unless it or `system:unauthenticated` is there).
+    pub fn groups_with_authenticated(&self) -> impl Iterator<Item = &str> {
+        let authenticated = (self.name != "system:anonymous"
+            && !self
+                .groups
+                .iter()
+                .any(|g| g == "system:authenticated" || g == "system:unauthenticated"))
+        .then_some("system:authenticated");
+        self.groups.iter().map(String::as_str).chain(authenticated)
+    }
+}

@@ -129,7 +129,10 @@ impl Rule {
             return false;
         }
         if !self.user_groups.is_empty()
-            && !crate::rbac::groups_of(r.user).any(|g| self.user_groups.iter().any(|x| x == g))
+            && !r
+                .user
+                .groups_with_authenticated()
+                .any(|g| self.user_groups.iter().any(|x| x == g))
         {
             return false;
         }
@@ -333,7 +336,7 @@ impl Log {
             "stage": "ResponseComplete",
             "requestURI": r.uri,
             "verb": r.verb,
-            "user": {"username": r.user.name, "groups": crate::rbac::groups_of(r.user).collect::<Vec<_>>()},
+            "user": {"username": r.user.name, "groups": r.user.groups_with_authenticated().collect::<Vec<_>>()},
             "sourceIPs": r.source_ips,
             "responseStatus": {"metadata": {}, "code": code},
             "requestReceivedTimestamp": fmt(r.received),

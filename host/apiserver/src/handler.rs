@@ -114,7 +114,7 @@ where
         if let ["openapi", "v3", "apis", group, version] = segments[..] {
             let aggregated = inner.aggregator.borrow().clone();
             if let Some(service) = aggregated.remote(group, version) {
-                return crate::aggregator::proxy(inner, call, req, service).await;
+                return crate::aggregator::proxy(inner, &call.user, req, service).await;
             }
         }
         return openapi_route(inner, &segments[1..], query, req.headers());
@@ -135,7 +135,7 @@ where
             _ => None,
         };
         if let Some(service) = remote {
-            return crate::aggregator::proxy(inner, call, req, service).await;
+            return crate::aggregator::proxy(inner, &call.user, req, service).await;
         }
         if let RequestInfo::Group(g) = &info
             && aggregated.serves_group(g)

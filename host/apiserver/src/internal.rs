@@ -99,3 +99,32 @@ impl wasmgate_rbac::Context for Inner {
         &self.rbac
     }
 }
+
+impl wasmgate_aggregator::Context for Inner {
+    fn aggregator(&self) -> &watch::Sender<std::sync::Arc<crate::aggregator::Index>> {
+        &self.aggregator
+    }
+
+    fn probes(&self) -> &crate::aggregator::Probes {
+        &self.probes
+    }
+
+    fn outbound(&self) -> &crate::outbound::Outbound {
+        &self.outbound
+    }
+
+    fn front_proxy(&self) -> Option<&crate::FrontProxy> {
+        self.options.front_proxy.as_ref()
+    }
+
+    fn client_ca_pem(&self) -> Option<&str> {
+        self.options.client_ca_pem.as_deref()
+    }
+
+    fn request_body_limits(&self) -> (usize, std::time::Duration) {
+        (
+            self.options.max_request_body_bytes,
+            self.options.body_read_timeout,
+        )
+    }
+}

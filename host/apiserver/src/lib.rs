@@ -33,7 +33,6 @@
 //! when `timeoutSeconds` passes, or at shutdown, always with a clean end of stream.
 #![forbid(unsafe_code)]
 
-mod aggregator;
 pub mod audit;
 mod authn;
 mod builtin;
@@ -73,29 +72,14 @@ use wasmgate_metrics as metrics;
 use wasmgate_admission::{plugins, policies, webhooks};
 // The authorizer.
 use wasmgate_rbac as rbac;
+// The aggregation layer.
+use wasmgate_aggregator as aggregator;
 
 pub use body::Body;
 pub use version::GIT_VERSION;
 pub use wasmgate_auth::User;
 
-/// The front proxy of the aggregation layer: the client certificate it presents to extension
-/// API servers and the CA they trust it by (kube's `--proxy-client-cert-file`,
-/// `--requestheader-client-ca-file`, `--requestheader-allowed-names`), PEM.
-#[derive(Clone)]
-pub struct FrontProxy {
-    pub ca_pem: String,
-    pub client_cert_pem: String,
-    pub client_key_pem: String,
-    pub allowed_names: Vec<String>,
-}
-
-impl std::fmt::Debug for FrontProxy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FrontProxy")
-            .field("allowed_names", &self.allowed_names)
-            .finish_non_exhaustive()
-    }
-}
+pub use wasmgate_aggregator::FrontProxy;
 
 /// Tuning of the API server. Plain data: tests build it in code.
 #[derive(Debug, Clone)]
@@ -264,7 +248,9 @@ impl ApiServer {
         aggregator::publish_authentication(&inner)
             .await
             .map_err(ApiServerError::Bootstrap)?;
-        tokio::spawn(aggregator::run(Arc::downgrade(&inner)));
+        let aggregation: std::sync::Weak<dyn wasmgate_aggregator::Context> =
+            Arc::downgrade(&inner) as std::sync::Weak<Inner>;
+        tokio::spawn(aggregator::run(aggregation));
         // Admit with the stored webhook configurations from the first request on.
         webhooks::sync(inner.as_ref())
             .await

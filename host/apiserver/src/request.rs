@@ -1,5 +1,5 @@
 //! The request scope: what the filters of the stack (`stack.rs`) learn about a request and
-//! hand down to the handler, the verbs and the aggregator.
+//! hand down to the handler and the verbs.
 
 use http::Method;
 use wasmgate_apimachinery::options::Query;

@@ -86,7 +86,7 @@ pub(crate) async fn handle(
     review["status"] = match kind {
         "SelfSubjectReview" => json!({"userInfo": {
             "username": user.name,
-            "groups": rbac::groups_of(user).collect::<Vec<_>>(),
+            "groups": user.groups_with_authenticated().collect::<Vec<_>>(),
         }}),
         "SelfSubjectAccessReview" => access(&index, user, &review["spec"], false)?,
         "TokenReview" => token_review(inner, &review["spec"]).await?,
@@ -190,7 +190,7 @@ async fn token_review(inner: &Inner, spec: &Value) -> ApiResult<Value> {
                 if !t.uid.is_empty() {
                     user["uid"] = json!(t.uid);
                 }
-                user["groups"] = json!(rbac::groups_of(&t.user).collect::<Vec<_>>());
+                user["groups"] = json!(t.user.groups_with_authenticated().collect::<Vec<_>>());
                 if !t.extra.is_empty() {
                     let extra: serde_json::Map<String, Value> =
                         t.extra.into_iter().map(|(k, v)| (k, json!(v))).collect();

@@ -187,7 +187,7 @@ impl<'a> Who<'a> {
     pub fn of(user: &'a User) -> Who<'a> {
         Who {
             name: &user.name,
-            groups: groups_of(user).collect(),
+            groups: user.groups_with_authenticated().collect(),
         }
     }
 
@@ -198,18 +198,6 @@ impl<'a> Who<'a> {
             groups: user.groups.iter().map(String::as_str).collect(),
         }
     }
-}
-
-/// The user's groups, with `system:authenticated` for everyone but the anonymous user
-/// (kube's `AuthenticatedGroupAdder`: unless it or `system:unauthenticated` is there).
-pub fn groups_of(user: &User) -> impl Iterator<Item = &str> {
-    let authenticated = (user.name != "system:anonymous"
-        && !user
-            .groups
-            .iter()
-            .any(|g| g == "system:authenticated" || g == "system:unauthenticated"))
-    .then_some("system:authenticated");
-    user.groups.iter().map(String::as_str).chain(authenticated)
 }
 
 /// The authorizer's decision: `system:masters` may do anything, everyone else what the
@@ -666,7 +654,10 @@ pub fn confirm_no_escalation(
     }
     missing.sort();
     missing.dedup();
-    let groups: Vec<String> = groups_of(user).map(|g| format!("{g:?}")).collect();
+    let groups: Vec<String> = user
+        .groups_with_authenticated()
+        .map(|g| format!("{g:?}"))
+        .collect();
     let mut lines: Vec<String> = compact(&missing);
     lines.sort();
     lines.dedup();

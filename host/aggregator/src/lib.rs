@@ -1,3 +1,5 @@
+//! # wasmgate-aggregator
+//!
 //! The aggregation layer (issue 13, item 1): `apiregistration.k8s.io/v1` `APIService`s put
 //! an extension API server behind a group/version, as kube-aggregator does.
 //!
@@ -36,14 +38,80 @@ use wasmgate_storage::ReadAt;
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::outbound::{Identity, Target};
-use crate::request::Call;
-use crate::{Inner, User};
+use wasmgate_apiserver_core::{User, body, client, error, object};
+use wasmgate_controllers as controller;
+use wasmgate_outbound as outbound;
+use wasmgate_registry as registry;
+
+/// The front proxy of the aggregation layer: the client certificate it presents to extension
+/// API servers and the CA they trust it by (kube's `--proxy-client-cert-file`,
+/// `--requestheader-client-ca-file`, `--requestheader-allowed-names`), PEM.
+#[derive(Clone)]
+pub struct FrontProxy {
+    pub ca_pem: String,
+    pub client_cert_pem: String,
+    pub client_key_pem: String,
+    pub allowed_names: Vec<String>,
+}
+
+impl std::fmt::Debug for FrontProxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrontProxy")
+            .field("allowed_names", &self.allowed_names)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the aggregation layer needs of the server: the controllers' context (the store to
+/// read `APIService`s from, the loopback client for their status), the index and probes it
+/// keeps there, the outbound client, and the identity and limits it proxies with.
+pub trait Context: wasmgate_controllers::Context {
+    /// The `APIService`s in force.
+    fn aggregator(&self) -> &tokio::sync::watch::Sender<Arc<Index>>;
+    /// What the probes of their backends found.
+    fn probes(&self) -> &Probes;
+    /// The one outbound HTTPS client.
+    fn outbound(&self) -> &outbound::Outbound;
+    /// The front proxy's identity; `None`: requests go without a client certificate.
+    fn front_proxy(&self) -> Option<&FrontProxy>;
+    /// The cluster CA (PEM), published as `client-ca-file`.
+    fn client_ca_pem(&self) -> Option<&str>;
+    /// The largest request body, and how long it may take to arrive.
+    fn request_body_limits(&self) -> (usize, Duration);
+}
+
+/// A shared server is a context too.
+impl<C: Context + ?Sized> Context for Arc<C> {
+    fn aggregator(&self) -> &tokio::sync::watch::Sender<Arc<Index>> {
+        (**self).aggregator()
+    }
+
+    fn probes(&self) -> &Probes {
+        (**self).probes()
+    }
+
+    fn outbound(&self) -> &outbound::Outbound {
+        (**self).outbound()
+    }
+
+    fn front_proxy(&self) -> Option<&FrontProxy> {
+        (**self).front_proxy()
+    }
+
+    fn client_ca_pem(&self) -> Option<&str> {
+        (**self).client_ca_pem()
+    }
+
+    fn request_body_limits(&self) -> (usize, Duration) {
+        (**self).request_body_limits()
+    }
+}
 
 /// The API group of `APIService`.
-pub(crate) const GROUP: &str = crate::registry::APIREGISTRATION_GROUP;
+pub const GROUP: &str = crate::registry::APIREGISTRATION_GROUP;
 const PREFIX: &str = "apiregistration.k8s.io/";
 /// Where the backend of an `APIService` is, when it is not `spec.service`.
-pub(crate) const BACKEND_ANNOTATION: &str = "wasmgate.dev/backend";
+pub const BACKEND_ANNOTATION: &str = "wasmgate.dev/backend";
 /// How long a proxied request may take to start answering.
 const PROXY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a discovery probe may take.
@@ -51,10 +119,10 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One `APIService`.
 #[derive(Debug)]
-pub(crate) struct Service {
-    pub(crate) name: String,
-    pub(crate) group: String,
-    pub(crate) version: String,
+pub struct Service {
+    pub name: String,
+    pub group: String,
+    pub version: String,
     group_priority: i64,
     version_priority: i64,
     /// Where requests go: `None` for a local service (served here), `Err` when the spec
@@ -64,14 +132,14 @@ pub(crate) struct Service {
 
 /// The `APIService`s in force, and what the probes learnt.
 #[derive(Debug, Default)]
-pub(crate) struct Index {
-    pub(crate) revision: u64,
+pub struct Index {
+    pub revision: u64,
     services: Vec<Arc<Service>>,
 }
 
 /// What the last probe of a service found.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Probe {
+pub struct Probe {
     available: bool,
     reason: String,
     message: String,
@@ -81,7 +149,7 @@ pub(crate) struct Probe {
 
 /// The probes, by service name.
 #[derive(Debug, Default)]
-pub(crate) struct Probes(Mutex<HashMap<String, Arc<Probe>>>);
+pub struct Probes(Mutex<HashMap<String, Arc<Probe>>>);
 
 impl Probes {
     fn get(&self, name: &str) -> Option<Arc<Probe>> {
@@ -102,14 +170,14 @@ impl Probes {
 
 impl Index {
     /// The proxied service of `group`/`version`, if any.
-    pub(crate) fn remote(&self, group: &str, version: &str) -> Option<&Arc<Service>> {
+    pub fn remote(&self, group: &str, version: &str) -> Option<&Arc<Service>> {
         self.services
             .iter()
             .find(|s| s.group == group && s.version == version && s.backend.is_some())
     }
 
     /// Every proxied group/version.
-    pub(crate) fn remote_group_versions(&self) -> Vec<(String, String)> {
+    pub fn remote_group_versions(&self) -> Vec<(String, String)> {
         self.services
             .iter()
             .filter(|s| s.backend.is_some())
@@ -118,7 +186,7 @@ impl Index {
     }
 
     /// Whether `group` has a proxied version.
-    pub(crate) fn serves_group(&self, group: &str) -> bool {
+    pub fn serves_group(&self, group: &str) -> bool {
         self.services
             .iter()
             .any(|s| s.group == group && s.backend.is_some())
@@ -149,7 +217,7 @@ impl Index {
         by_group
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.services.is_empty()
     }
 }
@@ -222,7 +290,7 @@ fn parse(obj: &Value) -> Service {
 }
 
 /// kube's validation of an `APIService` (v1).
-pub(crate) fn validate(obj: &Value) -> Vec<FieldError> {
+pub fn validate(obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     let s = |k: &str| spec.get(k).and_then(Value::as_str).unwrap_or("");
@@ -303,8 +371,8 @@ pub(crate) fn validate(obj: &Value) -> Vec<FieldError> {
 }
 
 /// The identity the proxy presents, from the options.
-fn identity(inner: &Inner) -> Option<Arc<Identity>> {
-    inner.options.front_proxy.as_ref().map(|f| {
+fn identity(inner: &dyn Context) -> Option<Arc<Identity>> {
+    inner.front_proxy().map(|f| {
         Arc::new(Identity {
             cert_pem: Bytes::from(f.client_cert_pem.clone()),
             key_pem: Bytes::from(f.client_key_pem.clone()),
@@ -313,7 +381,7 @@ fn identity(inner: &Inner) -> Option<Arc<Identity>> {
 }
 
 /// `target` with the front-proxy identity, for `path_and_query` on its backend.
-fn at(inner: &Inner, target: &Target, path_and_query: &str) -> Result<Target, String> {
+fn at(inner: &dyn Context, target: &Target, path_and_query: &str) -> Result<Target, String> {
     let url = format!(
         "{}{path_and_query}",
         target.url.to_string().trim_end_matches('/')
@@ -356,10 +424,10 @@ fn unavailable() -> ApiError {
     .into()
 }
 
-/// Proxies an authorized request to `service`'s backend, as `call.user`.
-pub(crate) async fn proxy<B>(
-    inner: &Arc<Inner>,
-    call: &Call,
+/// Proxies an authorized request to `service`'s backend, as `user`.
+pub async fn proxy<B>(
+    inner: &dyn Context,
+    user: &User,
     req: Request<B>,
     service: &Service,
 ) -> ApiResult<Response<Body>>
@@ -374,12 +442,9 @@ where
         unavailable()
     })?;
     let (parts, body) = req.into_parts();
-    let limit = inner.options.max_request_body_bytes;
-    let body = crate::body::within_body_timeout(
-        inner.options.body_read_timeout,
-        crate::body::read_body(body, limit),
-    )
-    .await?;
+    let (limit, timeout) = inner.request_body_limits();
+    let body =
+        crate::body::within_body_timeout(timeout, crate::body::read_body(body, limit)).await?;
     let pq = parts
         .uri
         .path_and_query()
@@ -397,13 +462,13 @@ where
                 h.append(k.clone(), v.clone());
             }
         }
-        remote_user(h, &call.user);
+        remote_user(h, user);
     }
     let out = out
         .body(http_body_util::Full::new(body))
         .map_err(|e| ApiError::internal(e.to_string()))?;
     let resp = inner
-        .outbound
+        .outbound()
         .send(&target, out, PROXY_TIMEOUT)
         .await
         .map_err(|e| {
@@ -427,7 +492,7 @@ fn remote_user(h: &mut HeaderMap, user: &User) {
     if let Ok(v) = HeaderValue::from_str(&user.name) {
         h.insert(HeaderName::from_static("x-remote-user"), v);
     }
-    for g in crate::rbac::groups_of(user) {
+    for g in user.groups_with_authenticated() {
         if let Ok(v) = HeaderValue::from_str(g) {
             h.append(HeaderName::from_static("x-remote-group"), v);
         }
@@ -467,7 +532,7 @@ impl http_body::Body for Relay {
 }
 
 /// One probe: the backend's `APIResourceList` for the service's group/version.
-async fn probe(inner: &Inner, service: &Service) -> Probe {
+async fn probe(inner: &dyn Context, service: &Service) -> Probe {
     let failed = |reason: &str, message: String| Probe {
         available: false,
         reason: reason.to_owned(),
@@ -504,7 +569,7 @@ async fn probe(inner: &Inner, service: &Service) -> Probe {
             format!("failing or missing response from {}: {e}", target.url),
         )
     };
-    let resp = match inner.outbound.send(&target, req, PROBE_TIMEOUT).await {
+    let resp = match inner.outbound().send(&target, req, PROBE_TIMEOUT).await {
         Ok(r) => r,
         Err(e) => return failing(e.to_string()),
     };
@@ -535,9 +600,9 @@ async fn probe(inner: &Inner, service: &Service) -> Probe {
 
 /// Reads every `APIService`, probes the remote ones and records what it found (index,
 /// probes, `status.conditions`).
-pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<(u64, bool), String> {
+pub async fn sync(inner: &dyn Context) -> Result<(u64, bool), String> {
     let page = inner
-        .store
+        .store()
         .list(PREFIX, ReadAt::Latest, None, 0, false)
         .await
         .map_err(|e| crate::error::error_chain(&e))?;
@@ -548,13 +613,13 @@ pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<(u64, bool), String> {
         .collect();
     let services: Vec<Arc<Service>> = objects.iter().map(|o| Arc::new(parse(o))).collect();
     let remote = services.iter().any(|s| s.backend.is_some());
-    inner.aggregator.send_replace(Arc::new(Index {
+    inner.aggregator().send_replace(Arc::new(Index {
         revision: page.revision,
         services: services.clone(),
     }));
     for (obj, service) in objects.iter().zip(&services) {
         let p = Arc::new(probe(inner, service).await);
-        inner.probes.set(&service.name, p.clone());
+        inner.probes().set(&service.name, p.clone());
         let stored = obj
             .pointer("/status/conditions")
             .and_then(Value::as_array)
@@ -571,7 +636,7 @@ pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<(u64, bool), String> {
     Ok((page.revision, remote))
 }
 
-async fn write_status(inner: &Arc<Inner>, obj: &Value, p: &Probe) {
+async fn write_status(inner: &dyn Context, obj: &Value, p: &Probe) {
     let name = crate::object::meta_str(obj, "name")
         .unwrap_or("")
         .to_owned();
@@ -591,9 +656,9 @@ async fn write_status(inner: &Arc<Inner>, obj: &Value, p: &Probe) {
 
 /// Keeps the index and the probes current: on every change, and every few seconds while
 /// there are remote services.
-pub(crate) async fn run(inner: Weak<Inner>) {
+pub async fn run(inner: Weak<dyn Context>) {
     crate::controller::run(inner, "aggregator", PREFIX, |i| async move {
-        let (revision, remote) = sync(&i).await?;
+        let (revision, remote) = sync(i.as_ref()).await?;
         Ok(crate::controller::Reconciled {
             pending: remote,
             revision,
@@ -603,8 +668,8 @@ pub(crate) async fn run(inner: Weak<Inner>) {
 }
 
 /// Waits (briefly) until the index includes `revision`, after a write of an `APIService`.
-pub(crate) async fn wait_for(inner: &Inner, revision: u64) {
-    crate::controller::wait_for_index(&inner.aggregator, revision, |ix| ix.revision).await;
+pub async fn wait_for(inner: &dyn Context, revision: u64) {
+    crate::controller::wait_for_index(inner.aggregator(), revision, |ix| ix.revision).await;
 }
 
 /// The ConfigMap in `kube-system` that says what extension API servers trust.
@@ -612,12 +677,12 @@ const AUTHENTICATION_CONFIGMAP: &str = "extension-apiserver-authentication";
 
 /// `kube-system/extension-apiserver-authentication`: what extension API servers trust
 /// (kube-apiserver writes it at start).
-pub(crate) async fn publish_authentication(inner: &Arc<Inner>) -> Result<(), String> {
+pub async fn publish_authentication(inner: &dyn Context) -> Result<(), String> {
     let mut data = Map::new();
-    if let Some(ca) = &inner.options.client_ca_pem {
+    if let Some(ca) = inner.client_ca_pem() {
         data.insert("client-ca-file".into(), json!(ca));
     }
-    if let Some(f) = &inner.options.front_proxy {
+    if let Some(f) = inner.front_proxy() {
         data.insert("requestheader-client-ca-file".into(), json!(f.ca_pem));
         data.insert(
             "requestheader-allowed-names".into(),
@@ -689,14 +754,14 @@ fn discovery_resource(group: &str, version: &str, r: &Value, subs: Vec<Value>) -
 
 /// Adds the proxied groups to `/apis` discovery (`doc`: an `APIGroupList`, or an aggregated
 /// `APIGroupDiscoveryList` when `aggregated`).
-pub(crate) fn merge_discovery(inner: &Inner, doc: &mut Value, aggregated: bool) {
-    let ix = inner.aggregator.borrow().clone();
+pub fn merge_discovery(inner: &dyn Context, doc: &mut Value, aggregated: bool) {
+    let ix = inner.aggregator().borrow().clone();
     for (group, services) in ix.groups() {
         let entry = if aggregated {
             let versions: Vec<Value> = services
                 .iter()
                 .map(|s| {
-                    let probe = inner.probes.get(&s.name);
+                    let probe = inner.probes().get(&s.name);
                     let fresh = probe.as_ref().is_some_and(|p| p.available);
                     let none = Vec::new();
                     let all = probe
@@ -758,8 +823,8 @@ fn group_doc(group: &str, services: &[Arc<Service>]) -> Value {
 }
 
 /// `GET /apis/GROUP` for a proxied group.
-pub(crate) fn api_group(inner: &Inner, group: &str) -> Option<Value> {
-    let ix = inner.aggregator.borrow().clone();
+pub fn api_group(inner: &dyn Context, group: &str) -> Option<Value> {
+    let ix = inner.aggregator().borrow().clone();
     let (_, services) = ix.groups().into_iter().find(|(g, _)| g == group)?;
     let mut doc = group_doc(group, &services);
     doc["kind"] = json!("APIGroup");
