@@ -128,3 +128,13 @@ impl wasmgate_aggregator::Context for Inner {
         )
     }
 }
+
+impl wasmgate_apiextensions::Context for Inner {
+    fn crd_synced(&self) -> &watch::Sender<u64> {
+        &self.crd_synced
+    }
+
+    fn crd_cleanups(&self) -> &std::sync::Mutex<std::collections::HashSet<String>> {
+        &self.crd_cleanups
+    }
+}

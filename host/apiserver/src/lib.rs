@@ -1,31 +1,33 @@
 //! # wasmgate-apiserver
 //!
 //! The Kubernetes REST and watch protocol over a [`wasmgate_storage::Store`]: the request
-//! stack, the verbs for built-in and custom types, admission, RBAC, audit, CRDs, the
-//! aggregation layer and the controllers. [`ApiServer`] is the [`wasmgate_server::Handler`]
-//! that `wasmgate-server` serves.
+//! stack and the verbs (kube's `pkg/endpoints` and generic registry store), wired to the
+//! crates that hold each concern. [`ApiServer`] is the [`wasmgate_server::Handler`] that
+//! `wasmgate-server` serves.
 //!
 //! ## Layout
 //! * `stack`: the filters every request passes (deadline, in-flight share, authentication
 //!   of tokens, impersonation, audit, authorization), then `handler`.
 //! * `handler`: routing of one request, the single place errors become `Status`.
-//! * `verbs`: one module per Kubernetes verb, plus the shared write path.
-//! * `builtin`, `custom`, `kinds`: what the built-in and custom kinds' strategies do.
-//! * `verbs/admission.rs`: the admission chain over the three kinds of admitter
-//!   (`wasmgate-admission`: Wasm plugins, webhooks, policies).
-//! * `crd_controller`: the controller that serves the stored CRDs; the garbage collector
-//!   and the namespace controller are `wasmgate-controllers`. Controllers write through
-//!   [`wasmgate_apiserver_core::client::Client`]; `internal` implements it, and the
-//!   [`wasmgate_controllers::Context`] they get.
+//! * `verbs`: one module per Kubernetes verb, plus the shared write path;
+//!   `verbs/admission.rs` is the admission chain.
+//! * `builtin`, `kinds`: what the built-in kinds' strategies do, and the choice between
+//!   them and the custom types' (`wasmgate-apiextensions`).
 //! * `events`: the validation of Events in both groups (`events.k8s.io/v1` is a view of the
 //!   core Events; the conversion is `wasmgate_apimachinery::events`).
 //! * `reviews`: the create-only reviews (access reviews, `TokenReview`).
+//! * `audit`: the audit log.
+//! * `internal`: what the server lends the crates below: the loopback
+//!   [`Client`](wasmgate_apiserver_core::client::Client) and each crate's `Context`.
 //!
-//! Below it: `wasmgate-admission`, `wasmgate-rbac`, `wasmgate-controllers`, `wasmgate-metrics`, `wasmgate-registry` (resource types, discovery,
-//! OpenAPI), `wasmgate-auth`,
-//! `wasmgate-outbound`, `wasmgate-apiserver-core`. This crate names no storage engine,
-//! wasmtime or tikv-client: plugins run through `wasmgate-plugin-runtime`, the one crate
-//! that names wasmtime.
+//! Below it, each with the `Context` trait it needs of the server:
+//! `wasmgate-apiextensions` (CRDs), `wasmgate-aggregator` (APIServices),
+//! `wasmgate-admission` (Wasm plugins, webhooks, policies), `wasmgate-rbac` (the
+//! authorizer), `wasmgate-controllers` (garbage collector, namespaces, the controller
+//! loop); and `wasmgate-metrics`, `wasmgate-registry` (resource types, discovery,
+//! OpenAPI), `wasmgate-auth`, `wasmgate-outbound`, `wasmgate-apiserver-core`. This crate
+//! names no storage engine, wasmtime or tikv-client: plugins run through
+//! `wasmgate-plugin-runtime`, the one crate that names wasmtime.
 //!
 //! ## Cancel safety
 //! Dropping a request future (client gone) never leaves a partial write: a write is one
@@ -36,9 +38,6 @@
 pub mod audit;
 mod authn;
 mod builtin;
-mod crd;
-mod crd_controller;
-pub mod custom;
 mod events;
 mod handler;
 mod health;
@@ -59,27 +58,22 @@ use tokio::sync::{Semaphore, watch};
 use wasmgate_storage::Store;
 
 // The crates below this one, under the names their modules had in it.
+use wasmgate_admission::{plugins, policies, webhooks};
+use wasmgate_aggregator as aggregator;
+use wasmgate_apiextensions::{controller as crd_controller, crd, custom};
 use wasmgate_apiserver_core::{body, client, error, object, response};
 use wasmgate_auth::{authn_token, sa_token};
-use wasmgate_outbound as outbound;
-use wasmgate_registry as registry;
-use wasmgate_registry::{discovery, openapi, version};
-// The controller loop the indexes (RBAC, webhooks, APIServices) and the CRD controller share.
-use wasmgate_controllers as controller;
 use wasmgate_controllers::{gc, namespaces};
 use wasmgate_metrics as metrics;
-// The three kinds of admitter.
-use wasmgate_admission::{plugins, policies, webhooks};
-// The authorizer.
+use wasmgate_outbound as outbound;
 use wasmgate_rbac as rbac;
-// The aggregation layer.
-use wasmgate_aggregator as aggregator;
+use wasmgate_registry as registry;
+use wasmgate_registry::{discovery, openapi, version};
 
 pub use body::Body;
 pub use version::GIT_VERSION;
-pub use wasmgate_auth::User;
-
 pub use wasmgate_aggregator::FrontProxy;
+pub use wasmgate_auth::User;
 
 /// Tuning of the API server. Plain data: tests build it in code.
 #[derive(Debug, Clone)]
@@ -257,12 +251,14 @@ impl ApiServer {
             .map_err(ApiServerError::Bootstrap)?;
         tokio::spawn(webhooks::run(admission.clone()));
         // Serve every stored CRD from the first request on (a restart keeps them).
-        crd_controller::sync(&inner)
+        let crds: Arc<dyn wasmgate_apiextensions::Context> = inner.clone();
+        crd_controller::sync(&crds)
             .await
             .map_err(ApiServerError::Bootstrap)?;
         inner.bootstrapped.store(true, Ordering::Release);
         tokio::spawn(namespaces::run(controllers.clone()));
-        tokio::spawn(crd_controller::run(Arc::downgrade(&inner)));
+        tokio::spawn(crd_controller::run(Arc::downgrade(&crds)));
+        drop(crds);
         tokio::spawn(gc::run(controllers));
         tokio::spawn(compactor(Arc::downgrade(&inner)));
         tokio::spawn(inflight_ticker(Arc::downgrade(&inner)));

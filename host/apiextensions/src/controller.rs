@@ -4,8 +4,8 @@
 //!
 //! Registration is quick and never waits for cleanup: each terminating CRD's objects are
 //! deleted by a task of its own. Handlers that write CRDs wait until
-//! [`Inner::crd_synced`] reaches their revision, so a CRD is served as soon as its create
-//! returns.
+//! [`crate::Context::crd_synced`] reaches their revision, so a CRD is served as soon as its
+//! create returns.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -14,18 +14,18 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use wasmgate_storage::{ReadAt, StorageError};
 
-use crate::Inner;
-use crate::controller::{Reconciled, delete_contents};
+use crate::Context;
+use crate::controllers::{Reconciled, delete_contents};
 use crate::custom::{self, CLEANUP_FINALIZER};
 use crate::object::{self, meta_str};
 use crate::registry::ResourceType;
 
 /// Where CRDs are stored.
-pub(crate) const PREFIX: &str = "apiextensions.k8s.io/customresourcedefinitions//";
+pub const PREFIX: &str = "apiextensions.k8s.io/customresourcedefinitions//";
 
 /// The CRD controller.
-pub(crate) async fn run(inner: Weak<Inner>) {
-    crate::controller::run(inner, "customresourcedefinitions", PREFIX, |i| async move {
+pub async fn run(inner: Weak<dyn Context>) {
+    crate::controllers::run(inner, "customresourcedefinitions", PREFIX, |i| async move {
         let revision = sync(&i).await?;
         Ok(Reconciled {
             pending: false,
@@ -49,15 +49,15 @@ struct Entry {
 /// A CRD whose spec did not change since the current catalog was built (same uid and
 /// generation, e.g. after a status write) keeps its compiled versions; the others have
 /// their schemas parsed and CEL rules compiled, on a blocking thread.
-pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<u64, String> {
+pub async fn sync(inner: &Arc<dyn Context>) -> Result<u64, String> {
     let page = inner
-        .store
+        .store()
         .list(PREFIX, ReadAt::Latest, None, 0, false)
         .await
         .map_err(|e| crate::error::error_chain(&e))?;
     let mut entries = Vec::new();
     {
-        let current = inner.registry.snapshot();
+        let current = inner.types().snapshot();
         let previous: HashMap<&str, &ResourceType> = current
             .types()
             .iter()
@@ -109,8 +109,8 @@ pub(crate) async fn sync(inner: &Arc<Inner>) -> Result<u64, String> {
         };
         crds.push((e.key, e.revision, e.crd, served));
     }
-    inner.registry.set_custom(types);
-    inner.crd_synced.send_replace(page.revision);
+    inner.types().set_custom(types);
+    inner.crd_synced().send_replace(page.revision);
     for (key, rev, crd, served) in crds {
         if object::is_deleting(&crd) {
             start_cleanup(inner, key);
@@ -136,7 +136,7 @@ fn condition(ty: &str, status: &str, reason: &str, message: &str, old: &Value) -
 /// Sets `acceptedNames`, `NamesAccepted` and `Established` (`CRD-01`, `CRD-02`); a CRD
 /// that cannot be served says why instead.
 async fn establish(
-    inner: &Arc<Inner>,
+    inner: &Arc<dyn Context>,
     rev: u64,
     crd: Value,
     served: Result<(), String>,
@@ -184,8 +184,8 @@ async fn establish(
 }
 
 /// Starts the cleanup task of a terminating CRD, unless one runs already.
-fn start_cleanup(inner: &Arc<Inner>, key: String) {
-    let mut running = match inner.crd_cleanups.lock() {
+fn start_cleanup(inner: &Arc<dyn Context>, key: String) {
+    let mut running = match inner.crd_cleanups().lock() {
         Ok(g) => g,
         Err(p) => p.into_inner(),
     };
@@ -197,7 +197,7 @@ fn start_cleanup(inner: &Arc<Inner>, key: String) {
     tokio::spawn(async move {
         cleanup_loop(&weak, &key).await;
         if let Some(i) = weak.upgrade() {
-            let mut running = match i.crd_cleanups.lock() {
+            let mut running = match i.crd_cleanups().lock() {
                 Ok(g) => g,
                 Err(p) => p.into_inner(),
             };
@@ -207,13 +207,13 @@ fn start_cleanup(inner: &Arc<Inner>, key: String) {
 }
 
 /// Deletes a CRD's objects until none is left, then lets the CRD go (`DEL-08`).
-async fn cleanup_loop(weak: &Weak<Inner>, key: &str) {
+async fn cleanup_loop(weak: &Weak<dyn Context>, key: &str) {
     loop {
         let Some(inner) = weak.upgrade() else { return };
-        if *inner.shutdown.borrow() {
+        if *inner.shutdown().borrow() {
             return;
         }
-        let resync = inner.options.namespace_resync;
+        let resync = inner.resync();
         match cleanup(&inner, key).await {
             Ok(true) => return,
             Ok(false) => {}
@@ -225,9 +225,9 @@ async fn cleanup_loop(weak: &Weak<Inner>, key: &str) {
 }
 
 /// One cleanup pass. `Ok(true)` when the CRD is gone (or no longer terminating).
-async fn cleanup(inner: &Arc<Inner>, key: &str) -> Result<bool, String> {
+async fn cleanup(inner: &Arc<dyn Context>, key: &str) -> Result<bool, String> {
     let err = |e: StorageError| crate::error::error_chain(&e);
-    let (_, cur) = inner.store.get(key, ReadAt::Latest).await.map_err(err)?;
+    let (_, cur) = inner.store().get(key, ReadAt::Latest).await.map_err(err)?;
     let Some(cur) = cur else { return Ok(true) };
     let crd = object::from_stored(&cur.value).map_err(|e| e.to_string())?;
     if !object::is_deleting(&crd) {
@@ -243,7 +243,7 @@ async fn cleanup(inner: &Arc<Inner>, key: &str) -> Result<bool, String> {
     // The type is still served while its CRD terminates: its objects are deleted
     // through the API, as the gateway.
     let rt = inner
-        .registry
+        .types()
         .snapshot()
         .types()
         .iter()
@@ -323,7 +323,7 @@ fn crd_path(crd: &Value) -> String {
 /// unless it is what is stored, so that reconciling never loops on its own writes.
 /// Returns the CRD as it now is; `None` when it changed or went away since it was read.
 async fn write_status(
-    inner: &Arc<Inner>,
+    inner: &Arc<dyn Context>,
     rev: u64,
     old: &Value,
     mut new: Value,
@@ -337,8 +337,8 @@ async fn write_status(
 }
 
 /// Waits (briefly) until the registry reflects revision `rev`.
-pub(crate) async fn wait_synced(inner: &Inner, rev: u64) {
-    let mut rx = inner.crd_synced.subscribe();
+pub async fn wait_synced(inner: &dyn Context, rev: u64) {
+    let mut rx = inner.crd_synced().subscribe();
     let waited = tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|r| *r >= rev)).await;
     if waited.is_err() {
         tracing::warn!(

@@ -21,7 +21,7 @@ use crate::registry::{ALL_VERBS, Behavior, ResourceType, compare_versions};
 /// The finalizer with which a CRD's custom resources are deleted before the CRD goes.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
-pub(crate) use crate::registry::custom_type::Conversion;
+pub use crate::registry::custom_type::Conversion;
 pub use crate::registry::custom_type::{
     CustomType, CustomVersion, PrinterColumn, ScaleSpec, schema_name,
 };
@@ -244,7 +244,7 @@ pub fn reuse(prev: &ResourceType, crd: &Value, key: &str, revision: u64) -> Opti
 }
 
 /// The plugin named by a `Webhook` conversion with a `wasm://NAME` URL.
-pub(crate) fn conversion_plugin(spec: &Value) -> Option<String> {
+pub fn conversion_plugin(spec: &Value) -> Option<String> {
     let conv = spec.get("conversion")?;
     if str_at(conv, &["strategy"]) != Some("Webhook") {
         return None;
@@ -271,7 +271,7 @@ fn conversion(spec: &Value) -> Option<Conversion> {
 }
 
 /// The URL scheme of conversion by a Wasm plugin.
-pub(crate) const WASM_SCHEME: &str = "wasm://";
+pub const WASM_SCHEME: &str = "wasm://";
 
 fn generation(crd: &Value) -> Option<i64> {
     meta(crd).get("generation").and_then(Value::as_i64)
