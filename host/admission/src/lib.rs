@@ -6,7 +6,8 @@
 //!   modules, the controller that loads them, `--plugin-dir`);
 //! * [`webhooks`]: `MutatingWebhookConfiguration` / `ValidatingWebhookConfiguration`, their
 //!   index and the `AdmissionReview` call;
-//! * [`policies`]: `ValidatingAdmissionPolicy` and its bindings, evaluated in CEL.
+//! * [`policies`]: `ValidatingAdmissionPolicy` and its bindings, evaluated in CEL;
+//! * [`configuration`]: the webhooks' and policies' indexes, kept current from the store.
 //!
 //! The chain that runs them for a write is the API server's (`verbs/admission.rs`). What
 //! this crate may touch of the server is its [`Context`]: the controllers' context (the
@@ -14,6 +15,7 @@
 //! server keeps, the outbound client and the metrics.
 #![forbid(unsafe_code)]
 
+pub mod configuration;
 pub mod plugins;
 pub mod policies;
 pub mod webhooks;

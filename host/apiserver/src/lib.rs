@@ -246,10 +246,10 @@ impl ApiServer {
             Arc::downgrade(&inner) as std::sync::Weak<Inner>;
         tokio::spawn(aggregator::run(aggregation));
         // Admit with the stored webhook configurations from the first request on.
-        webhooks::sync(inner.as_ref())
+        wasmgate_admission::configuration::sync(inner.as_ref())
             .await
             .map_err(ApiServerError::Bootstrap)?;
-        tokio::spawn(webhooks::run(admission.clone()));
+        tokio::spawn(wasmgate_admission::configuration::run(admission.clone()));
         // Serve every stored CRD from the first request on (a restart keeps them).
         let crds: Arc<dyn wasmgate_apiextensions::Context> = inner.clone();
         crd_controller::sync(&crds)

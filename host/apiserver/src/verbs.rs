@@ -941,13 +941,13 @@ impl Ctx {
                 | Builtin::ValidatingWebhookConfiguration
                 | Builtin::ValidatingAdmissionPolicyBinding,
             ) => {
-                crate::webhooks::wait_for(&self.inner, revision).await;
+                wasmgate_admission::configuration::wait_for(&self.inner, revision).await;
             }
             // Not status writes: the controller that makes them is the one waited for.
             Some(Builtin::ValidatingAdmissionPolicy)
                 if self.req.subresource.as_deref() != Some("status") =>
             {
-                crate::webhooks::wait_for(&self.inner, revision).await;
+                wasmgate_admission::configuration::wait_for(&self.inner, revision).await;
             }
             Some(Builtin::ApiService) if self.req.subresource.as_deref() != Some("status") => {
                 crate::aggregator::wait_for(&self.inner, revision).await;

@@ -5,8 +5,8 @@
 //! - `config`: the objects' defaults and validation, and their parsed form.
 //! - `call`: one `AdmissionReview` round trip over the gateway's one HTTPS client
 //!   (`outbound`), the answer checked, the outcomes worded as kube's.
-//! - [`Index`]: the webhooks in force, rebuilt by a controller on every change of the
-//!   configurations (a write of one returns once it is in force), and matched against a
+//! - [`Index`]: the webhooks in force, rebuilt on every change of the configurations
+//!   (`crate::configuration`; a write of one returns once it is in force), and matched against a
 //!   request ([`Index::matching`]): rules (operations, groups, versions, resources and
 //!   subresources, scope, `matchPolicy`), then the object and namespace selectors.
 //!
@@ -24,21 +24,19 @@
 pub mod call;
 pub mod config;
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use wasmgate_storage::ReadAt;
 
 pub use config::Webhook;
 use config::{MatchPolicy, Rule, Scope};
 
-use crate::Context;
 use crate::plugins::Op;
 
 /// The API group of the configurations.
 pub const GROUP: &str = crate::registry::ADMISSIONREGISTRATION_GROUP;
 /// Their keys' prefix in the store.
-const PREFIX: &str = "admissionregistration.k8s.io/";
+pub const PREFIX: &str = "admissionregistration.k8s.io/";
 
 /// The webhooks in force.
 #[derive(Debug, Default)]
@@ -65,7 +63,8 @@ pub struct Attributes<'a> {
 }
 
 impl Index {
-    fn build(revision: u64, objects: impl Iterator<Item = (bool, Value)>) -> Index {
+    /// The index of the configurations `objects` (`true`: mutating) read at `revision`.
+    pub fn build(revision: u64, objects: impl Iterator<Item = (bool, Value)>) -> Index {
         let mut configs: Vec<(bool, String, Vec<Webhook>)> = objects
             .map(|(mutating, o)| {
                 let name = crate::object::meta_str(&o, "name").unwrap_or("").to_owned();
@@ -171,79 +170,6 @@ impl Rule {
             && resource_ok
             && scope_ok
     }
-}
-
-/// Reads every configuration, policy and binding and rebuilds the indexes (the policies'
-/// first: a writer waiting for the webhooks' revision then sees both); then brings the
-/// policies' `status.typeChecking` up to date.
-pub async fn sync(inner: &dyn Context) -> Result<u64, String> {
-    let page = inner
-        .store()
-        .list(PREFIX, ReadAt::Latest, None, 0, false)
-        .await
-        .map_err(|e| crate::error::error_chain(&e))?;
-    let mut configs = Vec::new();
-    let mut policies = Vec::new();
-    let mut bindings = Vec::new();
-    for item in &page.items {
-        let Some(rest) = item.key.strip_prefix(PREFIX) else {
-            continue;
-        };
-        let Ok(obj) = crate::object::from_stored(&item.value) else {
-            continue;
-        };
-        match rest.split('/').next() {
-            Some("mutatingwebhookconfigurations") => configs.push((true, obj)),
-            Some("validatingwebhookconfigurations") => configs.push((false, obj)),
-            Some("validatingadmissionpolicies") => policies.push(obj),
-            Some("validatingadmissionpolicybindings") => bindings.push(obj),
-            _ => {}
-        }
-    }
-    let policy_index = crate::policies::Index::build(policies.iter(), bindings.iter());
-    let statuses: Vec<(Value, Value)> = policies
-        .iter()
-        .filter_map(|o| {
-            let name = crate::object::meta_str(o, "name")?;
-            let desired = crate::policies::status_of(policy_index.policy(name)?, None);
-            (o.pointer("/status/typeChecking") != desired.get("typeChecking"))
-                .then(|| (o.clone(), desired))
-        })
-        .collect();
-    inner.policies().send_replace(Arc::new(policy_index));
-    let ix = Index::build(page.revision, configs.into_iter());
-    let revision = ix.revision;
-    inner.webhooks().send_replace(Arc::new(ix));
-    for (mut obj, status) in statuses {
-        let name = crate::object::meta_str(&obj, "name")
-            .unwrap_or("")
-            .to_owned();
-        obj["status"] = status;
-        let path = format!("/apis/{GROUP}/v1/validatingadmissionpolicies/{name}/status");
-        if let Err(e) = crate::client::put(inner, crate::client::system_user(), &path, &obj).await {
-            // A newer version of the policy wins; the next pass writes its status.
-            tracing::debug!(policy = %name, error = %e, "writing the type checking status");
-        }
-    }
-    Ok(revision)
-}
-
-/// Keeps the index current.
-pub async fn run(inner: Weak<dyn Context>) {
-    crate::controller::run(inner, "webhooks", PREFIX, |i| async move {
-        let revision = sync(&i).await?;
-        Ok(crate::controller::Reconciled {
-            pending: false,
-            revision,
-        })
-    })
-    .await;
-}
-
-/// Waits (briefly) until the index includes `revision`, after a write of a configuration:
-/// the next request is admitted with it.
-pub async fn wait_for(inner: &dyn Context, revision: u64) {
-    crate::controller::wait_for_index(inner.webhooks(), revision, |ix| ix.revision).await;
 }
 
 #[cfg(test)]
