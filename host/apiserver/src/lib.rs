@@ -49,8 +49,8 @@ mod reviews;
 mod stack;
 mod verbs;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -58,12 +58,12 @@ use tokio::sync::{Semaphore, watch};
 use wasmgate_storage::Store;
 
 // The crates below this one, under the names their modules had in it.
-use wasmgate_admission::{plugins, policies, webhooks};
+use wasmgate_admission::{self as admission, plugins, policies, webhooks};
 use wasmgate_aggregator as aggregator;
 use wasmgate_apiextensions::{controller as crd_controller, crd, custom};
 use wasmgate_apiserver_core::{body, client, error, object, response};
 use wasmgate_auth::{authn_token, sa_token};
-use wasmgate_controllers::{gc, namespaces};
+use wasmgate_controllers::{self as controllers, gc, namespaces};
 use wasmgate_metrics as metrics;
 use wasmgate_outbound as outbound;
 use wasmgate_rbac as rbac;
@@ -158,7 +158,7 @@ pub struct ApiServer {
 
 pub(crate) struct Inner {
     /// The server itself, for the requests it makes to itself ([`client::Client`]).
-    me: std::sync::Weak<Inner>,
+    me: Weak<Inner>,
     pub(crate) store: Store,
     pub(crate) registry: registry::Registry,
     pub(crate) options: Options,
@@ -223,52 +223,47 @@ impl ApiServer {
             aggregator: watch::Sender::new(Arc::new(aggregator::Index::default())),
             probes: aggregator::Probes::default(),
         });
-        // What the controllers may touch (`wasmgate_controllers::Context`).
-        let controllers: std::sync::Weak<dyn wasmgate_controllers::Context> =
-            Arc::downgrade(&inner) as std::sync::Weak<Inner>;
-        // And what admission's controllers may (`wasmgate_admission::Context`).
-        let admission: std::sync::Weak<dyn wasmgate_admission::Context> =
-            Arc::downgrade(&inner) as std::sync::Weak<Inner>;
+        // Each crate below gets the server as the `Context` it declares (`internal.rs`);
+        // its tasks hold it weakly, so they never keep it alive.
+        let me = Arc::downgrade(&inner);
         namespaces::bootstrap(inner.as_ref())
             .await
             .map_err(ApiServerError::Bootstrap)?;
         // The index follows the store from the start: each bootstrap write waits for it.
-        let authorizer: std::sync::Weak<dyn wasmgate_rbac::Context> =
-            Arc::downgrade(&inner) as std::sync::Weak<Inner>;
-        tokio::spawn(rbac::run(authorizer));
+        tokio::spawn(rbac::run(me.clone() as Weak<dyn rbac::Context>));
         rbac::bootstrap(inner.as_ref())
             .await
             .map_err(ApiServerError::Bootstrap)?;
         aggregator::publish_authentication(&inner)
             .await
             .map_err(ApiServerError::Bootstrap)?;
-        let aggregation: std::sync::Weak<dyn wasmgate_aggregator::Context> =
-            Arc::downgrade(&inner) as std::sync::Weak<Inner>;
-        tokio::spawn(aggregator::run(aggregation));
+        tokio::spawn(aggregator::run(me.clone() as Weak<dyn aggregator::Context>));
         // Admit with the stored webhook configurations from the first request on.
-        wasmgate_admission::configuration::sync(inner.as_ref())
+        admission::configuration::sync(inner.as_ref())
             .await
             .map_err(ApiServerError::Bootstrap)?;
-        tokio::spawn(wasmgate_admission::configuration::run(admission.clone()));
+        tokio::spawn(admission::configuration::run(
+            me.clone() as Weak<dyn admission::Context>
+        ));
         // Serve every stored CRD from the first request on (a restart keeps them).
-        let crds: Arc<dyn wasmgate_apiextensions::Context> = inner.clone();
+        let crds = inner.clone() as Arc<dyn wasmgate_apiextensions::Context>;
         crd_controller::sync(&crds)
             .await
             .map_err(ApiServerError::Bootstrap)?;
         inner.bootstrapped.store(true, Ordering::Release);
-        tokio::spawn(namespaces::run(controllers.clone()));
+        tokio::spawn(namespaces::run(me.clone() as Weak<dyn controllers::Context>));
         tokio::spawn(crd_controller::run(Arc::downgrade(&crds)));
         drop(crds);
-        tokio::spawn(gc::run(controllers));
-        tokio::spawn(compactor(Arc::downgrade(&inner)));
-        tokio::spawn(inflight_ticker(Arc::downgrade(&inner)));
+        tokio::spawn(gc::run(me.clone() as Weak<dyn controllers::Context>));
+        tokio::spawn(compactor(me.clone()));
+        tokio::spawn(inflight_ticker(me.clone()));
         // The WasmPlugin type is a CRD: installed once the CRD controller runs.
         plugins::crd::ensure(inner.as_ref())
             .await
             .map_err(ApiServerError::Bootstrap)?;
-        tokio::spawn(plugins::run(admission.clone()));
+        tokio::spawn(plugins::run(me.clone() as Weak<dyn admission::Context>));
         if let Some(dir) = inner.options.plugin_dir.clone() {
-            tokio::spawn(plugins::dir::run(admission, dir));
+            tokio::spawn(plugins::dir::run(me as Weak<dyn admission::Context>, dir));
         }
         Ok(ApiServer { inner })
     }
@@ -322,7 +317,7 @@ pub enum ApiServerError {
 }
 
 /// Compacts history older than the retention period, periodically (`STORE-02`).
-async fn compactor(inner: std::sync::Weak<Inner>) {
+async fn compactor(inner: Weak<Inner>) {
     let mut samples: std::collections::VecDeque<(tokio::time::Instant, u64)> = Default::default();
     loop {
         let Some(i) = inner.upgrade() else { return };
@@ -374,7 +369,7 @@ async fn compactor(inner: std::sync::Weak<Inner>) {
 
 /// Starts each second of `apiserver_current_inflight_requests` (kube reports the most
 /// requests in flight during the last second), for as long as the server lives.
-async fn inflight_ticker(inner: std::sync::Weak<Inner>) {
+async fn inflight_ticker(inner: Weak<Inner>) {
     let mut every = tokio::time::interval(Duration::from_secs(1));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
