@@ -416,12 +416,19 @@ where
         })
         .await?
     };
+    let query = std::mem::take(&mut call.query);
+    let encoding = verbs::Negotiated::new(
+        &parts.headers,
+        &query,
+        verbs::serves_protobuf(&rt, r.subresource.as_deref(), &r.version),
+    );
     let mut ctx = verbs::Ctx {
         inner: inner.clone(),
         rt,
         req: r,
-        query: std::mem::take(&mut call.query),
+        query,
         headers: parts.headers,
+        encoding,
         warnings: Vec::new(),
         late_warnings: Default::default(),
         audit_annotations: Default::default(),

@@ -12,6 +12,7 @@ mod get;
 mod jsonpatch;
 mod list;
 mod list_stream;
+mod negotiation;
 mod patch;
 mod printing;
 mod protobuf_response;
@@ -30,7 +31,7 @@ use wasmgate_apimachinery::media::{self, BodyType, Encoding, Output};
 use wasmgate_apimachinery::options::{FieldValidation, Query};
 use wasmgate_apimachinery::request_info::{ResourceRequest, Verb};
 use wasmgate_apimachinery::status::{Status, Target};
-use wasmgate_apimachinery::table::{self, IncludeObject};
+use wasmgate_apimachinery::table;
 use wasmgate_apimachinery::validation::{self as v, FieldError};
 use wasmgate_apimachinery::{protobuf, selectors};
 use wasmgate_storage::{Precondition, ReadAt, Write, WriteOp};
@@ -41,6 +42,8 @@ use crate::object::{self, meta, meta_str};
 use crate::registry::ResourceType;
 use crate::response::{bytes_response as response, header_str};
 use crate::verbs::admission::Change;
+pub(crate) use crate::verbs::negotiation::Negotiated;
+pub(crate) use crate::verbs::protobuf_response::serves_protobuf;
 use crate::{Inner, User};
 
 /// Everything a verb needs about its request.
@@ -50,6 +53,8 @@ pub(crate) struct Ctx {
     pub(crate) req: ResourceRequest,
     pub(crate) query: Query,
     pub(crate) headers: HeaderMap,
+    /// The response encoding the request negotiated.
+    pub(crate) encoding: Negotiated,
     /// `Warning` headers to send.
     pub(crate) warnings: Vec<String>,
     /// `Warning`s of steps that only borrow the context (admission in an update).
@@ -163,15 +168,6 @@ impl Ctx {
         self.rt.group_version(&self.req.version)
     }
 
-    pub(crate) fn output(&self) -> ApiResult<Output> {
-        let accept = media::parse_accept(header_str(&self.headers, header::ACCEPT));
-        let endpoint = media::Endpoint {
-            table: true,
-            protobuf: self.serves_protobuf(),
-        };
-        media::negotiate_output(&accept, endpoint).map_err(|e| Status::from(e).into())
-    }
-
     /// A copy of the request's context that outlives the handler (for the task that
     /// writes a streamed response); warnings added to it go nowhere.
     pub(crate) fn detached(&self) -> Ctx {
@@ -181,6 +177,7 @@ impl Ctx {
             req: self.req.clone(),
             query: self.query.clone(),
             headers: self.headers.clone(),
+            encoding: self.encoding.clone(),
             warnings: Vec::new(),
             late_warnings: Default::default(),
             audit_annotations: Default::default(),
@@ -189,27 +186,18 @@ impl Ctx {
         }
     }
 
-    fn pretty(&self) -> bool {
-        self.query.bool("pretty").ok().flatten().unwrap_or(false)
-    }
-
-    fn include_object(&self) -> ApiResult<IncludeObject> {
-        IncludeObject::parse(self.query.get("includeObject"))
-            .map_err(|e| Status::bad_request(e).into())
-    }
-
     /// Renders one object.
     pub(crate) async fn respond_object(
         &self,
         code: StatusCode,
         obj: Obj,
     ) -> ApiResult<Response<Body>> {
-        let out = self.output()?;
+        let out = self.encoding.output()?;
         match out {
             Output::Json => {
-                let bytes = match (&obj, self.pretty()) {
+                let bytes = match (&obj, self.encoding.pretty()) {
                     (Obj::Raw(b), false) => b.clone(),
-                    _ => Bytes::from(encode_json(&*obj.value()?, self.pretty())),
+                    _ => Bytes::from(encode_json(&*obj.value()?, self.encoding.pretty())),
                 };
                 Ok(response(code, "application/json", bytes))
             }
@@ -235,7 +223,7 @@ impl Ctx {
                 Ok(response(
                     code,
                     "application/json",
-                    encode_json(&t.to_json(), self.pretty()),
+                    encode_json(&t.to_json(), self.encoding.pretty()),
                 ))
             }
             Output::PartialObjectMetadata(v, encoding) => {
@@ -252,7 +240,7 @@ impl Ctx {
                 Ok(response(
                     code,
                     "application/json",
-                    encode_json(&p, self.pretty()),
+                    encode_json(&p, self.encoding.pretty()),
                 ))
             }
         }
@@ -261,7 +249,7 @@ impl Ctx {
     /// A `Status` as the body of a success (a delete), in the encoding the request
     /// negotiated: protobuf for a protobuf request, else JSON (`ENC-04`).
     pub(crate) fn respond_status(&self, code: StatusCode, status: &Status) -> Response<Body> {
-        let protobuf = self.output().is_ok_and(Output::is_protobuf);
+        let protobuf = self.encoding.output().is_ok_and(Output::is_protobuf);
         crate::response::status_body_response(code, status, protobuf)
     }
 
@@ -273,7 +261,7 @@ impl Ctx {
         continue_token: &str,
         remaining: Option<u64>,
     ) -> ApiResult<Response<Body>> {
-        let out = self.output()?;
+        let out = self.encoding.output()?;
         let rv = revision.to_string();
         let mut list_meta = Map::new();
         list_meta.insert("resourceVersion".into(), json!(rv));
@@ -284,7 +272,7 @@ impl Ctx {
             list_meta.insert("remainingItemCount".into(), json!(n));
         }
         match out {
-            Output::Json if !self.pretty() => {
+            Output::Json if !self.encoding.pretty() => {
                 // Stored bytes go out untouched: no decode, no re-encode, no copy into
                 // one buffer the size of the list.
                 let mut head = BytesMut::with_capacity(128);
@@ -345,7 +333,7 @@ impl Ctx {
                 Ok(response(
                     StatusCode::OK,
                     "application/json",
-                    encode_json(&t.to_json(), self.pretty()),
+                    encode_json(&t.to_json(), self.encoding.pretty()),
                 ))
             }
             Output::Protobuf => {
@@ -380,7 +368,7 @@ impl Ctx {
                 Ok(response(
                     StatusCode::OK,
                     "application/json",
-                    encode_json(&list, self.pretty()),
+                    encode_json(&list, self.encoding.pretty()),
                 ))
             }
         }

@@ -37,10 +37,10 @@ const PAGES_IN_FLIGHT: usize = 2;
 /// items) and only encoded piece by piece: compact JSON objects then need no streaming
 /// (their stored bytes go out as they are, [`crate::body::joined`]).
 pub(super) async fn streams(ctx: &Ctx, limit: u64) -> Option<Streamed> {
-    if ctx.pretty() {
+    if ctx.encoding.pretty() {
         return None;
     }
-    let streamed = match ctx.output() {
+    let streamed = match ctx.encoding.output() {
         Ok(Output::Json) if limit == 0 => Streamed::FromStore,
         Ok(Output::Json) => return None,
         Ok(Output::PartialObjectMetadata(_, Encoding::Json)) => Streamed::FromStore,
@@ -111,7 +111,7 @@ pub(super) async fn respond(
     semantics: ListSemantics,
     limit: u64,
 ) -> ApiResult<Response<Body>> {
-    let out = ctx.output()?;
+    let out = ctx.encoding.output()?;
     let presenter = ctx.presenter();
     let (mut source, list_meta) = match how {
         Streamed::FromStore => {

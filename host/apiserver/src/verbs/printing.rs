@@ -122,7 +122,7 @@ impl Ctx {
         objs: &[Value],
         out: MetaVersion,
     ) -> ApiResult<(Vec<ColumnDefinition>, Vec<TableRow>)> {
-        let include = self.include_object()?;
+        let include = self.encoding.include_object()?;
         let row = |cells: Vec<Value>, o: &Value| TableRow {
             cells,
             conditions: None,

@@ -21,26 +21,42 @@ use super::list::PAGE;
 use super::{Ctx, Obj};
 use crate::body::{self, Body};
 use crate::error::{ApiError, ApiResult};
+use crate::registry::ResourceType;
 
 impl Ctx {
     /// The apiVersion and kind of the objects the request answers with: the resource's,
     /// or its subresource's (`scale`: `autoscaling/v1` Scale; `token`: TokenRequest).
     pub(crate) fn response_kind(&self) -> (String, &str) {
-        match self.req.subresource.as_deref() {
-            Some("scale") => ("autoscaling/v1".to_owned(), "Scale"),
-            Some("token") => ("authentication.k8s.io/v1".to_owned(), "TokenRequest"),
-            _ => (self.api_version(), self.rt.kind.as_str()),
-        }
+        response_kind(&self.rt, self.req.subresource.as_deref(), &self.req.version)
     }
 
-    /// Whether the response may be protobuf: a built-in kind with a protobuf form, or
-    /// a custom resource's Scale (kube's scale handler serves it with the built-in
-    /// codecs); never a custom resource itself (`ENC-05`).
+    /// Whether the response may be protobuf ([`serves_protobuf`]).
     pub(crate) fn serves_protobuf(&self) -> bool {
-        let (api_version, kind) = self.response_kind();
-        let custom_object = self.is_custom() && self.req.subresource.as_deref() != Some("scale");
-        !custom_object && protobuf::can_encode(&api_version, kind)
+        serves_protobuf(&self.rt, self.req.subresource.as_deref(), &self.req.version)
     }
+}
+
+/// The apiVersion and kind a request for `rt` (its `subresource`, at `version`) answers
+/// with.
+fn response_kind<'a>(
+    rt: &'a ResourceType,
+    subresource: Option<&str>,
+    version: &str,
+) -> (String, &'a str) {
+    match subresource {
+        Some("scale") => ("autoscaling/v1".to_owned(), "Scale"),
+        Some("token") => ("authentication.k8s.io/v1".to_owned(), "TokenRequest"),
+        _ => (rt.group_version(version), rt.kind.as_str()),
+    }
+}
+
+/// Whether the response may be protobuf: a built-in kind with a protobuf form, or
+/// a custom resource's Scale (kube's scale handler serves it with the built-in
+/// codecs); never a custom resource itself (`ENC-05`).
+pub(crate) fn serves_protobuf(rt: &ResourceType, subresource: Option<&str>, version: &str) -> bool {
+    let (api_version, kind) = response_kind(rt, subresource, version);
+    let custom_object = rt.custom().is_some() && subresource != Some("scale");
+    !custom_object && protobuf::can_encode(&api_version, kind)
 }
 
 /// The Content-Type of protobuf responses.

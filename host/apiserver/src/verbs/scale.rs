@@ -81,7 +81,7 @@ pub(super) async fn scale(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
         }
     };
     let pretty = ctx.query.bool("pretty").ok().flatten().unwrap_or(false);
-    match ctx.output()? {
+    match ctx.encoding.output()? {
         Output::Yaml => Ok(response(
             StatusCode::OK,
             "application/yaml",

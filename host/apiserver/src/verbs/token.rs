@@ -33,7 +33,7 @@ pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
         )
     })?;
     if matches!(
-        ctx.output(),
+        ctx.encoding.output(),
         Ok(wasmgate_apimachinery::media::Output::Protobuf)
     ) {
         return super::protobuf_response::object_response(

@@ -55,7 +55,7 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     }
     let filter = Filter::new(&ctx.rt, opts.label_selector.clone(), fields)?;
     let start = watch_start(&opts).map_err(|e| Status::bad_request(e.0))?;
-    let output = match ctx.output()? {
+    let output = match ctx.encoding.output()? {
         // kube's stream negotiation: YAML has no stream form.
         Output::Yaml => {
             return Err(Status::from(NotAcceptable {
@@ -67,7 +67,7 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     };
     let (object_api_version, object_kind) = ctx.response_kind();
     let object_kind = object_kind.to_owned();
-    let include = ctx.include_object()?;
+    let include = ctx.encoding.include_object()?;
     let presenter = ctx.presenter();
     let store = &ctx.inner.store;
     let prefix = ctx.rt.namespace_prefix(ctx.namespace());
