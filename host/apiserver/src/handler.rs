@@ -19,7 +19,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::health::{self, Check};
 use crate::request::Call;
 use crate::response::{bytes_response, header_str};
-use crate::{Inner, discovery, verbs, version};
+use crate::{Inner, discovery, version};
 
 fn json_value_response(v: &Value) -> Response<Body> {
     bytes_response(
@@ -417,45 +417,19 @@ where
         .await?
     };
     let query = std::mem::take(&mut call.query);
-    let encoding = verbs::Negotiated::new(
-        &parts.headers,
-        &query,
-        verbs::serves_protobuf(&rt, r.subresource.as_deref(), &r.version),
-    );
-    let mut ctx = verbs::Ctx {
-        inner: inner.clone(),
-        rt,
-        req: r,
-        query,
-        headers: parts.headers,
-        encoding,
-        warnings: Vec::new(),
-        late_warnings: Default::default(),
-        audit_annotations: Default::default(),
-        user: call.user.clone(),
-        applying: false,
-    };
-    let result = verbs::dispatch(&mut ctx, body).await;
-    // Warnings go out with the response, whether it succeeded or not.
-    let late = std::mem::take(
-        ctx.late_warnings
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner()),
-    );
-    call.warnings.append(&mut ctx.warnings);
-    call.warnings.extend(late);
-    call.audit_annotations.extend(std::mem::take(
-        ctx.audit_annotations
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner()),
-    ));
-    result
-}
-
-impl verbs::Ctx {
-    /// Whether the client takes gzip (`Accept-Encoding`).
-    pub(crate) fn accepts_gzip(&self) -> bool {
-        header_str(&self.headers, header::ACCEPT_ENCODING)
-            .is_some_and(crate::response::accepts_gzip)
-    }
+    let served = wasmgate_endpoints::serve(
+        wasmgate_endpoints::Request {
+            server: inner.clone(),
+            rt,
+            req: r,
+            query,
+            headers: parts.headers,
+            user: call.user.clone(),
+        },
+        body,
+    )
+    .await;
+    call.warnings.extend(served.warnings);
+    call.audit_annotations.extend(served.audit_annotations);
+    served.response
 }

@@ -138,3 +138,25 @@ impl wasmgate_apiextensions::Context for Inner {
         &self.crd_cleanups
     }
 }
+
+impl wasmgate_endpoints::Context for Inner {
+    fn bookmark_interval(&self) -> std::time::Duration {
+        self.options.bookmark_interval
+    }
+
+    fn min_request_timeout(&self) -> std::time::Duration {
+        self.options.min_request_timeout
+    }
+
+    fn resource_version_wait(&self) -> std::time::Duration {
+        self.options.resource_version_wait
+    }
+
+    fn max_request_body_bytes(&self) -> usize {
+        self.options.max_request_body_bytes
+    }
+
+    fn sa_signer(&self) -> &crate::sa_token::Signer {
+        &self.sa_signer
+    }
+}

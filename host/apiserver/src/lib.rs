@@ -1,26 +1,22 @@
 //! # wasmgate-apiserver
 //!
 //! The Kubernetes REST and watch protocol over a [`wasmgate_storage::Store`]: the request
-//! stack and the verbs (kube's `pkg/endpoints` and generic registry store), wired to the
+//! stack (kube's `pkg/server` filters), routing, audit and the reviews, wired to the
 //! crates that hold each concern. [`ApiServer`] is the [`wasmgate_server::Handler`] that
 //! `wasmgate-server` serves.
 //!
 //! ## Layout
 //! * `stack`: the filters every request passes (deadline, in-flight share, authentication
 //!   of tokens, impersonation, audit, authorization), then `handler`.
-//! * `handler`: routing of one request, the single place errors become `Status`.
-//! * `verbs`: one module per Kubernetes verb, plus the shared write path;
-//!   `verbs/admission.rs` is the admission chain.
-//! * `builtin`, `kinds`: what the built-in kinds' strategies do, and the choice between
-//!   them and the custom types' (`wasmgate-apiextensions`).
-//! * `events`: the validation of Events in both groups (`events.k8s.io/v1` is a view of the
-//!   core Events; the conversion is `wasmgate_apimachinery::events`).
+//! * `handler`: routing of one request to discovery, a review, the aggregator's proxy or
+//!   a type's verbs (`wasmgate-endpoints`); the single place errors become `Status`.
 //! * `reviews`: the create-only reviews (access reviews, `TokenReview`).
 //! * `audit`: the audit log.
 //! * `internal`: what the server lends the crates below: the loopback
 //!   [`Client`](wasmgate_apiserver_core::client::Client) and each crate's `Context`.
 //!
 //! Below it, each with the `Context` trait it needs of the server:
+//! `wasmgate-endpoints` (the verbs, the admission chain, the kinds' strategies),
 //! `wasmgate-apiextensions` (CRDs), `wasmgate-aggregator` (APIServices),
 //! `wasmgate-admission` (Wasm plugins, webhooks, policies), `wasmgate-rbac` (the
 //! authorizer), `wasmgate-controllers` (garbage collector, namespaces, the controller
@@ -37,17 +33,13 @@
 
 pub mod audit;
 mod authn;
-mod builtin;
-mod events;
 mod handler;
 mod health;
 mod internal;
-mod kinds;
 mod limits;
 mod request;
 mod reviews;
 mod stack;
-mod verbs;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -60,7 +52,7 @@ use wasmgate_storage::Store;
 // The crates below this one, under the names their modules had in it.
 use wasmgate_admission::{self as admission, plugins, policies, webhooks};
 use wasmgate_aggregator as aggregator;
-use wasmgate_apiextensions::{controller as crd_controller, crd, custom};
+use wasmgate_apiextensions::controller as crd_controller;
 use wasmgate_apiserver_core::{body, client, error, object, response};
 use wasmgate_auth::{authn_token, sa_token};
 use wasmgate_controllers::{self as controllers, gc, namespaces};
@@ -68,7 +60,7 @@ use wasmgate_metrics as metrics;
 use wasmgate_outbound as outbound;
 use wasmgate_rbac as rbac;
 use wasmgate_registry as registry;
-use wasmgate_registry::{discovery, openapi, version};
+use wasmgate_registry::{discovery, version};
 
 pub use body::Body;
 pub use version::GIT_VERSION;

@@ -44,6 +44,6 @@ pub(super) async fn delete_collection(ctx: &mut Ctx, body: Bytes) -> ApiResult<R
             Err(e) => return Err(e),
         }
     }
-    ctx.respond_list(deleted, ctx.inner.store.revision(), "", None)
+    ctx.respond_list(deleted, ctx.inner.store().revision(), "", None)
         .await
 }

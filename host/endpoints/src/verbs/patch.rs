@@ -60,7 +60,7 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
             let mut new = match (ty, &json_patch) {
                 (PatchType::Json, Some(p)) => {
                     let mut doc = current.clone();
-                    p.apply(&mut doc, ctx.inner.options.max_request_body_bytes)?;
+                    p.apply(&mut doc, ctx.inner.max_request_body_bytes())?;
                     doc
                 }
                 (PatchType::Merge, _) => {

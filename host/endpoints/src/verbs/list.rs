@@ -101,7 +101,7 @@ impl Pages {
         filter: &Filter,
     ) -> ApiResult<Pages> {
         let prefix = ctx.rt.namespace_prefix(ctx.namespace());
-        let store = &ctx.inner.store;
+        let store = ctx.inner.store();
         let (at, start_after) = match semantics {
             ListSemantics::MostRecent | ListSemantics::Any => (ReadAt::Latest, None),
             ListSemantics::NotOlderThan(rev) => {
@@ -180,7 +180,7 @@ impl Pages {
         let continuing = self.continuing;
         let page = ctx
             .inner
-            .store
+            .store()
             .list(
                 &self.prefix,
                 self.at,

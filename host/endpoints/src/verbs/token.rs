@@ -20,7 +20,7 @@ pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
     };
     let found = ctx.read_latest(&name).await?;
     let sa = crate::object::from_stored(&found.value).map_err(crate::error::ApiError::internal)?;
-    let issued = crate::sa_token::issue(&ctx.inner.sa_signer, &sa, &request).map_err(|msg| {
+    let issued = crate::sa_token::issue(ctx.inner.sa_signer(), &sa, &request).map_err(|msg| {
         Status::invalid(
             "TokenRequest",
             "authentication.k8s.io",

@@ -90,7 +90,7 @@ pub(super) async fn delete_one(
     for _ in 0..64 {
         let (_, cur) = ctx
             .inner
-            .store
+            .store()
             .get(&key, ReadAt::Latest)
             .await
             .map_err(|e| storage_error(e, target))?;
@@ -134,7 +134,7 @@ pub(super) async fn delete_one(
         };
         let res = ctx
             .inner
-            .store
+            .store()
             .write(Write::new(
                 key.clone(),
                 Precondition::Revision(cur.revision),

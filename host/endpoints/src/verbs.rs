@@ -44,11 +44,11 @@ use crate::response::{bytes_response as response, header_str};
 use crate::verbs::admission::Change;
 pub(crate) use crate::verbs::negotiation::Negotiated;
 pub(crate) use crate::verbs::protobuf_response::serves_protobuf;
-use crate::{Inner, User};
+use crate::{Context, User};
 
 /// Everything a verb needs about its request.
 pub(crate) struct Ctx {
-    pub(crate) inner: Arc<Inner>,
+    pub(crate) inner: Arc<dyn Context>,
     pub(crate) rt: Arc<ResourceType>,
     pub(crate) req: ResourceRequest,
     pub(crate) query: Query,
@@ -67,7 +67,48 @@ pub(crate) struct Ctx {
     pub(crate) applying: bool,
 }
 
-pub(crate) async fn dispatch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
+/// Builds the request's context (its response encoding negotiated once), dispatches it to
+/// its verb, and collects what it leaves for the response and the audit event.
+pub(crate) async fn serve(r: crate::Request, body: Bytes) -> crate::Served {
+    let encoding = Negotiated::new(
+        &r.headers,
+        &r.query,
+        serves_protobuf(&r.rt, r.req.subresource.as_deref(), &r.req.version),
+    );
+    let mut ctx = Ctx {
+        inner: r.server,
+        rt: r.rt,
+        req: r.req,
+        query: r.query,
+        headers: r.headers,
+        encoding,
+        warnings: Vec::new(),
+        late_warnings: Default::default(),
+        audit_annotations: Default::default(),
+        user: r.user,
+        applying: false,
+    };
+    let response = dispatch(&mut ctx, body).await;
+    // Warnings go out with the response, whether it succeeded or not.
+    let mut warnings = std::mem::take(&mut ctx.warnings);
+    warnings.extend(std::mem::take(
+        ctx.late_warnings
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner()),
+    ));
+    let audit_annotations = std::mem::take(
+        ctx.audit_annotations
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner()),
+    );
+    crate::Served {
+        response,
+        warnings,
+        audit_annotations,
+    }
+}
+
+async fn dispatch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
     if let Some(c) = ctx.rt.custom().cloned() {
         let Some(v) = c.version(&ctx.req.version) else {
             return Err(Status::not_found_path().into());
@@ -132,6 +173,12 @@ impl Obj {
 }
 
 impl Ctx {
+    /// Whether the client takes gzip (`Accept-Encoding`).
+    pub(crate) fn accepts_gzip(&self) -> bool {
+        header_str(&self.headers, header::ACCEPT_ENCODING)
+            .is_some_and(crate::response::accepts_gzip)
+    }
+
     pub(crate) fn namespace(&self) -> Option<&str> {
         self.req.namespace.as_deref()
     }
@@ -157,7 +204,7 @@ impl Ctx {
         let target = self.target(name);
         let (_, found) = self
             .inner
-            .store
+            .store()
             .get(&self.key(name), ReadAt::Latest)
             .await
             .map_err(|e| storage_error(e, target))?;
@@ -519,7 +566,7 @@ impl Ctx {
         };
         let (_, found) = self
             .inner
-            .store
+            .store()
             .get(&key, ReadAt::Latest)
             .await
             .map_err(|e| storage_error(e, ns_target))?;
@@ -614,7 +661,7 @@ impl Ctx {
         for _ in 0..64 {
             let (_, cur) = self
                 .inner
-                .store
+                .store()
                 .get(&key, ReadAt::Latest)
                 .await
                 .map_err(|e| storage_error(e, target))?;
@@ -625,7 +672,7 @@ impl Ctx {
             let mut cur_stored = None;
             let presented = match &presenter {
                 Some(p) if p.needs(&cur.value) => {
-                    if !self.inner.plugins.snapshot().is_empty() && self.versions().is_some() {
+                    if !self.inner.plugins().snapshot().is_empty() && self.versions().is_some() {
                         cur_stored = p.storage_form(&cur_obj);
                     }
                     p.apply(&mut cur_obj).await?;
@@ -682,7 +729,7 @@ impl Ctx {
                 && (dry_run
                     || !self
                         .inner
-                        .store
+                        .store()
                         .stale(&key)
                         .await
                         .map_err(|e| storage_error(e, target))?)
@@ -707,7 +754,7 @@ impl Ctx {
             };
             match self
                 .inner
-                .store
+                .store()
                 .write(Write::new(
                     key.clone(),
                     Precondition::Revision(cur.revision),
@@ -837,7 +884,7 @@ impl Ctx {
                     | crate::registry::Builtin::ClusterRoleBinding
             )
         ) {
-            let index = self.inner.rbac.borrow().clone();
+            let index = self.inner.rbac().borrow().clone();
             crate::rbac::confirm_no_escalation(
                 &index,
                 &self.user,

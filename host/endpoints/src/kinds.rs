@@ -128,7 +128,7 @@ impl Ctx {
                     errs.extend(builtin::validate_meta_update(obj, old));
                 }
                 if errs.is_empty() {
-                    errs = crd::collisions(obj, &self.inner.registry.snapshot());
+                    errs = crd::collisions(obj, &self.inner.types().snapshot());
                 }
                 errs
             }
@@ -464,7 +464,7 @@ impl Versions {
 /// conversion webhook.
 #[derive(Clone)]
 pub(crate) struct Converter {
-    inner: std::sync::Arc<crate::Inner>,
+    inner: std::sync::Arc<dyn crate::Context>,
     conversion: crate::custom::Conversion,
     kind: String,
 }
@@ -499,7 +499,7 @@ impl Converter {
             crate::custom::Conversion::Plugin(plugin) => {
                 let binding = self
                     .inner
-                    .plugins
+                    .plugins()
                     .named(plugin)
                     .filter(|b| b.hooks.convert)
                     .ok_or_else(|| {
@@ -513,7 +513,7 @@ impl Converter {
                     objects: objs.iter().map(Value::to_string).collect(),
                 };
                 let call = binding.plugin.convert(&req);
-                let raw = match binding.call(&self.inner.metrics, "convert", call).await {
+                let raw = match binding.call(self.inner.metrics(), "convert", call).await {
                     Ok(Ok(out)) => out,
                     Ok(Err(status)) => return Err(fail(status.message)),
                     Err(e) => return Err(fail(format!("plugin {plugin:?}: {e}"))),
@@ -586,10 +586,9 @@ impl Converter {
             "request": {"uid": uid, "desiredAPIVersion": desired, "objects": objs},
         });
         let body = serde_json::to_vec(&review).map_err(|e| e.to_string())?;
-        let max = self.inner.options.max_request_body_bytes.saturating_mul(2);
-        let reply = self
-            .inner
-            .outbound
+        let max = self.inner.max_request_body_bytes().saturating_mul(2);
+        // The admission chain's client and the aggregator's are the one outbound client.
+        let reply = wasmgate_admission::Context::outbound(&*self.inner)
             .post(
                 target,
                 "application/json",

@@ -43,7 +43,7 @@ pub(crate) struct Admission {
     /// What the plugins are sent instead when the request is at another version than the
     /// storage version.
     hub: Option<Hub>,
-    inner: Arc<crate::Inner>,
+    inner: Arc<dyn crate::Context>,
     /// Audit annotations of plugins, webhooks and policies (`<name>/<key>`, value).
     annotations: Vec<(String, String)>,
 }
@@ -262,9 +262,9 @@ impl Ctx {
         if !self.admission_configured() {
             return Ok(None);
         }
-        let all = self.inner.plugins.snapshot();
-        let hooks = self.inner.webhooks.borrow().clone();
-        let pols = self.inner.policies.borrow().clone();
+        let all = self.inner.plugins().snapshot();
+        let hooks = self.inner.webhooks().borrow().clone();
+        let pols = self.inner.policies().borrow().clone();
         let name = obj
             .or(old)
             .and_then(|o| meta_str(o, "name"))
@@ -418,9 +418,9 @@ impl Ctx {
     /// always be fixed or removed.
     pub(crate) fn admission_configured(&self) -> bool {
         self.rt.group != crate::plugins::crd::GROUP
-            && (!self.inner.plugins.snapshot().is_empty()
-                || !self.inner.webhooks.borrow().is_empty()
-                || !self.inner.policies.borrow().is_empty())
+            && (!self.inner.plugins().snapshot().is_empty()
+                || !self.inner.webhooks().borrow().is_empty()
+                || !self.inner.policies().borrow().is_empty())
     }
 
     /// The labels of the request's namespace (`None`: cluster-scoped, or no labels).
@@ -430,7 +430,7 @@ impl Ctx {
         };
         let (_, found) = self
             .inner
-            .store
+            .store()
             .get(&format!("core/namespaces//{ns}"), ReadAt::Latest)
             .await
             .map_err(|e| ApiError::internal(e.to_string()))?;
@@ -449,7 +449,7 @@ struct MutatingPlugins<'a> {
     /// A plugin bound to validate too keeps its instance for that (its session) when no
     /// webhook runs in between: one may take seconds.
     keep: bool,
-    inner: &'a crate::Inner,
+    inner: &'a dyn crate::Context,
     annotations: &'a mut Vec<(String, String)>,
 }
 
@@ -471,7 +471,7 @@ impl MutatingPlugins<'_> {
             if !(self.keep && b.hooks.validate) {
                 session.release();
             }
-            inner.metrics.admission_controller(
+            inner.metrics().admission_controller(
                 &b.name,
                 Step::Admit,
                 operation_name(req.operation),
@@ -488,13 +488,13 @@ impl MutatingPlugins<'_> {
 async fn mutate_by_plugin(
     b: &Binding,
     session: &mut Session,
-    inner: &crate::Inner,
+    inner: &dyn crate::Context,
     req: &mut AdmissionRequest,
     obj: &mut Value,
     annotations: &mut Vec<(String, String)>,
     warnings: &mut Vec<String>,
 ) -> ApiResult<Change> {
-    let metrics = &inner.metrics;
+    let metrics = inner.metrics();
     // `req.object` is `obj` as JSON, serialised again only after a change.
     let sent = req.object.get_or_insert_with(|| obj.to_string()).len();
     let resp = match b.call(metrics, "mutate", session.mutate(req)).await {
@@ -510,7 +510,7 @@ async fn mutate_by_plugin(
         return Ok(Change::None);
     };
     let before = Identity::of(obj);
-    let changed = match apply(obj, mutation, sent, inner.options.max_request_body_bytes) {
+    let changed = match apply(obj, mutation, sent, inner.max_request_body_bytes()) {
         Ok(Change::None) => Change::None,
         Ok(c) => {
             req.object = None;
@@ -548,7 +548,9 @@ impl Admission {
         let started = tokio::time::Instant::now();
         let r = self.mutate_all(obj, warnings).await;
         let op = operation_name(self.req.operation);
-        (self.inner.metrics).admission_step(Step::Admit, op, started.elapsed(), r.is_err());
+        self.inner
+            .metrics()
+            .admission_step(Step::Admit, op, started.elapsed(), r.is_err());
         r
     }
 
@@ -563,7 +565,7 @@ impl Admission {
                 bindings: &self.bindings,
                 sessions: &mut self.sessions,
                 keep: self.mutating_webhooks.is_empty(),
-                inner: &self.inner,
+                inner: &*self.inner,
                 annotations: &mut self.annotations,
             };
             match &mut self.hub {
@@ -632,7 +634,7 @@ impl Admission {
             return Ok(Change::None);
         };
         let before = Identity::of(obj);
-        let max = self.inner.options.max_request_body_bytes;
+        let max = self.inner.max_request_body_bytes();
         match apply(obj, mutation, sent, max) {
             Ok(Change::None) => Ok(Change::None),
             Ok(c) => {
@@ -659,7 +661,9 @@ impl Admission {
         let started = tokio::time::Instant::now();
         let r = self.validate_all(obj, warnings).await;
         let op = operation_name(self.req.operation);
-        (self.inner.metrics).admission_step(Step::Validate, op, started.elapsed(), r.is_err());
+        self.inner
+            .metrics()
+            .admission_step(Step::Validate, op, started.elapsed(), r.is_err());
         r
     }
 
@@ -696,7 +700,7 @@ impl Admission {
             .map(|(_, s)| s);
         let plugin_req = self.hub.as_ref().map_or(&self.req, |h| &h.req);
         let req = &self.req;
-        let metrics = &self.inner.metrics;
+        let metrics = self.inner.metrics();
         let inner = &self.inner;
         let (results, answers) = futures_util::future::join(
             futures_util::future::join_all(validators.iter().zip(sessions).map(
@@ -816,7 +820,7 @@ impl Admission {
         namespace: &str,
     ) -> ApiResult<Option<Value>> {
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        let catalog = self.inner.registry.snapshot();
+        let catalog = self.inner.types().snapshot();
         let Some(rt) = catalog.types().iter().find(|t| {
             t.group == group && t.kind == *kind && t.versions.iter().any(|v| v == version)
         }) else {
@@ -834,7 +838,7 @@ impl Admission {
     async fn read(&self, key: &str) -> ApiResult<Option<Value>> {
         let (_, found) = self
             .inner
-            .store
+            .store()
             .get(key, ReadAt::Latest)
             .await
             .map_err(|e| ApiError::internal(e.to_string()))?;

@@ -37,7 +37,7 @@ pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
                 if ctx.rt.custom().is_some_and(|c| c.crd_key == key) {
                     // The CRD changed: serve this create with the type as it is now.
                     crate::crd_controller::wait_synced(&ctx.inner, actual).await;
-                    let catalog = ctx.inner.registry.snapshot();
+                    let catalog = ctx.inner.types().snapshot();
                     ctx.rt = catalog
                         .lookup(&ctx.req.group, &ctx.req.version, &ctx.req.resource)
                         .cloned()
@@ -114,7 +114,7 @@ async fn create_once(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> Attemp
             guards: std::mem::take(&mut guards),
         };
         let kept = write.guards.clone();
-        match ctx.inner.store.write(write).await {
+        match ctx.inner.store().write(write).await {
             Ok(c) => {
                 ctx.after_write(c.revision).await;
                 // The object just stored, with its revision: its bytes need no decoding.

@@ -16,7 +16,7 @@ use crate::plugins::Binding;
 /// The printer plugin of one request, with the columns it gave.
 pub(crate) struct PluginPrinter {
     binding: Arc<Binding>,
-    inner: Arc<crate::Inner>,
+    inner: Arc<dyn crate::Context>,
     api_version: String,
     kind: String,
     pub(crate) columns: Vec<ColumnDefinition>,
@@ -28,13 +28,13 @@ impl PluginPrinter {
     pub(crate) async fn for_request(ctx: &Ctx) -> Option<Result<PluginPrinter, String>> {
         let binding = ctx
             .inner
-            .plugins
+            .plugins()
             .for_resource(&ctx.rt.group, &ctx.rt.resource, |h| h.print)?;
         let api_version = ctx.api_version();
         let kind = ctx.rt.kind.clone();
         let call = binding.plugin.columns(&api_version, &kind);
         Some(
-            match binding.call(&ctx.inner.metrics, "columns", call).await {
+            match binding.call(ctx.inner.metrics(), "columns", call).await {
                 Ok(cols) if !cols.is_empty() => Ok(PluginPrinter {
                     columns: cols
                         .into_iter()
@@ -65,7 +65,7 @@ impl PluginPrinter {
             .binding
             .plugin
             .rows(&self.api_version, &self.kind, &raw);
-        let rows = match self.binding.call(&self.inner.metrics, "rows", call).await {
+        let rows = match self.binding.call(self.inner.metrics(), "rows", call).await {
             Ok(Ok(rows)) => rows,
             Ok(Err(status)) => {
                 return Err(format!(

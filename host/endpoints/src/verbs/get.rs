@@ -26,12 +26,8 @@ pub(super) async fn get(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
 /// Waits briefly for the store to reach `rev`, else 504 "Too large resource version"
 /// (`RV-09`).
 pub(super) async fn wait_for_revision(ctx: &Ctx, rev: u64) -> ApiResult<()> {
-    let store = &ctx.inner.store;
-    if store.revision() >= rev
-        || store
-            .wait_for(rev, ctx.inner.options.resource_version_wait)
-            .await
-    {
+    let store = ctx.inner.store();
+    if store.revision() >= rev || store.wait_for(rev, ctx.inner.resource_version_wait()).await {
         return Ok(());
     }
     Err(Status::too_large_resource_version(rev, store.revision()).into())

@@ -24,7 +24,7 @@ pub(super) async fn scale(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
         .and_then(|v| v.scale.clone())
         .ok_or_else(|| ApiError::from(Status::not_found_path()))?;
     let name = ctx.name().to_owned();
-    let ctx_limit = ctx.inner.options.max_request_body_bytes;
+    let ctx_limit = ctx.inner.max_request_body_bytes();
     let scale = match ctx.req.verb {
         Verb::Get => {
             let found = ctx.read_latest(&name).await?;

@@ -69,7 +69,7 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     let object_kind = object_kind.to_owned();
     let include = ctx.encoding.include_object()?;
     let presenter = ctx.presenter();
-    let store = &ctx.inner.store;
+    let store = ctx.inner.store();
     let prefix = ctx.rt.namespace_prefix(ctx.namespace());
     // Where the stream starts, and the synthetic ADDED events that come first.
     let (initial, from, initial_bookmark) = match start {
@@ -108,7 +108,7 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     let timeout = match opts.timeout_seconds {
         Some(s) => Duration::from_secs(s),
         None => {
-            let min = ctx.inner.options.min_request_timeout;
+            let min = ctx.inner.min_request_timeout();
             min + min.mul_f64(rand::rng().random::<f64>())
         }
     };
@@ -144,12 +144,16 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         rt: ctx.rt.clone(),
         version: ctx.req.version.clone(),
         registry: ctx.inner.clone(),
-        metrics: (ctx.inner.metrics.watches).start(&ctx.rt.group, &ctx.req.version, &ctx.rt.kind),
+        metrics: ctx
+            .inner
+            .metrics()
+            .watches
+            .start(&ctx.rt.group, &ctx.req.version, &ctx.rt.kind),
     };
     let bookmarks = opts
         .allow_watch_bookmarks
-        .then_some(ctx.inner.options.bookmark_interval);
-    let shutdown = ctx.inner.shutdown.subscribe();
+        .then_some(ctx.inner.bookmark_interval());
+    let shutdown = ctx.inner.shutdown();
     tokio::spawn(stream.run(
         initial,
         from,
@@ -309,7 +313,7 @@ struct Stream {
     rt: std::sync::Arc<crate::registry::ResourceType>,
     version: String,
     /// Catalog changes: a watch of custom resources ends when its CRD goes.
-    registry: std::sync::Arc<crate::Inner>,
+    registry: std::sync::Arc<dyn crate::Context>,
     /// `apiserver_registered_watchers` (while the stream lives) and the events sent.
     metrics: crate::metrics::watches::WatchMetrics,
 }
@@ -331,7 +335,7 @@ impl Stream {
     ) {
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
-        let mut catalog = self.registry.registry.subscribe();
+        let mut catalog = self.registry.types().subscribe();
         let mut ticker = bookmarks
             .map(|every| tokio::time::interval_at(tokio::time::Instant::now() + every, every));
         // The initial state, in batches of frames, page by page.
@@ -641,7 +645,7 @@ impl Stream {
         let Some(mine) = self.rt.custom() else {
             return true;
         };
-        let cat = self.registry.registry.snapshot();
+        let cat = self.registry.types().snapshot();
         cat.lookup(&self.rt.group, &self.version, &self.rt.resource)
             .and_then(|t| t.custom())
             .is_some_and(|c| c.crd_uid == mine.crd_uid)
