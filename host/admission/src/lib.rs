@@ -42,6 +42,9 @@ pub trait Context: wasmgate_controllers::Context {
     fn outbound(&self) -> &outbound::Outbound;
     /// Where calls are counted.
     fn metrics(&self) -> &metrics::Metrics;
+    /// Largest accepted request body: a mutated object, or a conversion webhook's answer,
+    /// may be at most twice as large.
+    fn max_request_body_bytes(&self) -> usize;
 }
 
 /// A shared server is a context too (`&Arc<dyn Context>` passes as `&dyn Context`).
@@ -64,5 +67,9 @@ impl<C: Context + ?Sized> Context for Arc<C> {
 
     fn metrics(&self) -> &metrics::Metrics {
         (**self).metrics()
+    }
+
+    fn max_request_body_bytes(&self) -> usize {
+        (**self).max_request_body_bytes()
     }
 }

@@ -92,6 +92,10 @@ impl wasmgate_admission::Context for Inner {
     fn metrics(&self) -> &crate::metrics::Metrics {
         &self.metrics
     }
+
+    fn max_request_body_bytes(&self) -> usize {
+        self.options.max_request_body_bytes
+    }
 }
 
 impl wasmgate_rbac::Context for Inner {
@@ -150,10 +154,6 @@ impl wasmgate_endpoints::Context for Inner {
 
     fn resource_version_wait(&self) -> std::time::Duration {
         self.options.resource_version_wait
-    }
-
-    fn max_request_body_bytes(&self) -> usize {
-        self.options.max_request_body_bytes
     }
 
     fn sa_signer(&self) -> &crate::sa_token::Signer {

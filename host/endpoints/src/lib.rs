@@ -35,7 +35,6 @@ use wasmgate_apiextensions::{controller as crd_controller, crd, custom};
 use wasmgate_apiserver_core::{body, error, object, response};
 use wasmgate_auth::{User, sa_token};
 use wasmgate_metrics as metrics;
-use wasmgate_outbound as outbound;
 use wasmgate_rbac as rbac;
 use wasmgate_registry as registry;
 use wasmgate_registry::openapi;
@@ -64,8 +63,6 @@ pub trait Context:
     fn min_request_timeout(&self) -> Duration;
     /// How long a `NotOlderThan` read waits for a newer revision before 504.
     fn resource_version_wait(&self) -> Duration;
-    /// Largest accepted request body; decoded objects may be at most twice as large.
-    fn max_request_body_bytes(&self) -> usize;
     /// Signs ServiceAccount tokens (`serviceaccounts/token`).
     fn sa_signer(&self) -> &sa_token::Signer;
 }
