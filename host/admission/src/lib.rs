@@ -7,14 +7,16 @@
 //! * [`webhooks`]: `MutatingWebhookConfiguration` / `ValidatingWebhookConfiguration`, their
 //!   index and the `AdmissionReview` call;
 //! * [`policies`]: `ValidatingAdmissionPolicy` and its bindings, evaluated in CEL;
-//! * [`configuration`]: the webhooks' and policies' indexes, kept current from the store.
+//! * [`configuration`]: the webhooks' and policies' indexes, kept current from the store;
+//! * [`chain`]: the three run for one write, from its [`chain::Attributes`].
 //!
-//! The chain that runs them for a write is the API server's (`verbs/admission.rs`). What
+//! What
 //! this crate may touch of the server is its [`Context`]: the controllers' context (the
 //! store to read and watch, the loopback client for writes), plus the admitters' state the
 //! server keeps, the outbound client and the metrics.
 #![forbid(unsafe_code)]
 
+pub mod chain;
 pub mod configuration;
 pub mod plugins;
 pub mod policies;

@@ -10,6 +10,8 @@ use bytes::Bytes;
 use serde_json::Value;
 use wasmgate_apimachinery::status::Status;
 
+use wasmgate_admission::chain::Converted;
+
 use crate::custom::Conversion;
 use crate::error::{ApiError, ApiResult};
 
@@ -68,6 +70,21 @@ impl Versions {
                 Ok(obj)
             }
         }
+    }
+}
+
+/// Admission plugins see a custom resource at its storage version.
+impl wasmgate_admission::chain::VersionConverter for Versions {
+    fn storage_version(&self) -> &str {
+        &self.storage_version
+    }
+
+    fn to_storage(&self, obj: Value) -> Converted<'_> {
+        Box::pin(Versions::to_storage(self, obj))
+    }
+
+    fn to_request(&self, obj: Value) -> Converted<'_> {
+        Box::pin(Versions::to_request(self, obj))
     }
 }
 

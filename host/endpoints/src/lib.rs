@@ -4,8 +4,9 @@
 //! each kind brings to them (kube's `pkg/endpoints/handlers`, `pkg/registry/generic/registry`
 //! and the per-kind strategies of `pkg/registry/*`):
 //! * `verbs`: one module per verb (get, list, watch, create, update, patch, apply, delete,
-//!   deletecollection, scale, token), the write path they share, the admission chain
-//!   (`verbs/admission.rs`, over `wasmgate-admission`) and the response encodings;
+//!   deletecollection, scale, token), the write path they share (admission is
+//!   `wasmgate_admission::chain`, asked with the write's attributes) and the response
+//!   encodings;
 //! * `kinds`: the choice between the built-in kinds' strategies, the CRD kind's and the
 //!   custom resources' (`wasmgate-apiextensions`), and how a kind's objects are presented
 //!   (versions, conversion);

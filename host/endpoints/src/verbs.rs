@@ -3,7 +3,6 @@
 //! field validation and pruning → prepare (strategy) → validate (422) → admission (later:
 //! plugins) → store (CAS) → encode.
 
-mod admission;
 mod apply;
 mod create;
 mod delete;
@@ -41,10 +40,10 @@ use crate::error::{ApiError, ApiResult, storage_error};
 use crate::object::{self, meta, meta_str};
 use crate::registry::ResourceType;
 use crate::response::{bytes_response as response, header_str};
-use crate::verbs::admission::Change;
 pub(crate) use crate::verbs::negotiation::Negotiated;
 pub(crate) use crate::verbs::protobuf_response::serves_protobuf;
 use crate::{Context, User};
+use wasmgate_admission::chain::{self, Admission, Change};
 
 /// Everything a verb needs about its request.
 pub(crate) struct Ctx {
@@ -834,7 +833,7 @@ impl Ctx {
     /// [`Ctx::admit`] with the admission built.
     async fn admit_with(
         &self,
-        mut adm: Option<&mut crate::verbs::admission::Admission>,
+        mut adm: Option<&mut Admission>,
         obj: &mut Value,
         old: Option<&Value>,
         validated: bool,
@@ -907,7 +906,7 @@ impl Ctx {
     /// defaulted); plugins at the storage version.
     pub(crate) async fn admit_delete(&self, old: &Value, dry_run: bool) -> ApiResult<()> {
         let op = crate::plugins::Op::Delete;
-        if !self.admission_configured() {
+        if !chain::configured(&*self.inner, &self.rt.group) {
             return Ok(());
         }
         let presenter = self.presenter();
@@ -931,6 +930,43 @@ impl Ctx {
         result?;
         self.add_late_warnings(warnings);
         Ok(())
+    }
+
+    /// The admission chain of this request's write (`obj`: the new object, `old`: the
+    /// stored one for updates and deletes, at the request's version; `old_stored`: the same
+    /// at the storage version, when at hand); `None` when nothing admits it.
+    async fn admission(
+        &self,
+        op: crate::plugins::Op,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+        old_stored: Option<&Value>,
+        dry_run: bool,
+    ) -> ApiResult<Option<Admission>> {
+        if !chain::configured(&*self.inner, &self.rt.group) {
+            return Ok(None);
+        }
+        let attrs = chain::Attributes {
+            group: &self.rt.group,
+            version: &self.req.version,
+            kind: &self.rt.kind,
+            resource: &self.rt.resource,
+            subresource: self.req.subresource.as_deref(),
+            namespaced: self.rt.namespaced,
+            served_versions: &self.rt.versions,
+            namespace: self.namespace(),
+            name: self.name(),
+            operation: op,
+            object: obj,
+            old_object: old,
+            old_stored,
+            user: &self.user,
+            dry_run,
+        };
+        let storage = self
+            .versions()
+            .map(|v| Box::new(v) as Box<dyn chain::VersionConverter>);
+        Admission::new(self.inner.clone(), &attrs, storage).await
     }
 
     fn add_audit_annotations(&self, a: Vec<(String, String)>) {

@@ -1,13 +1,17 @@
-//! Admission by Wasm plugins and admission webhooks in the write path (ARCHITECTURE.md
-//! "The write path"): mutating plugins in order, then mutating webhooks (`webhooks`), then
-//! (after the caller validated the mutated object again) validating plugins and webhooks. What kube-apiserver does with admission webhooks, with the same
-//! wording: a denial is `admission plugin "NAME" denied the request: MESSAGE` with the
-//! plugin's code (403 when it gives none), reason and causes; a failing plugin
-//! (trap, timeout, out of memory, malformed result, an answer over the runtime's caps)
-//! is a 500 `InternalError` under `failurePolicy: Fail`, and a `Warning` under `Ignore`
-//! (nothing of its answer is used). [`AdmissionError`] names
-//! these outcomes; its one mapping to `Status` is the wording above.
+//! The admission chain of one write (kube's `pkg/admission` chain): its [`Attributes`] go
+//! through the Wasm plugins bound to its group, the admission webhooks and the
+//! ValidatingAdmissionPolicies that match it, in kube's order: mutating plugins in order,
+//! then mutating webhooks; then (after the caller validated the mutated object again)
+//! validating plugins, webhooks and policies. What kube-apiserver does with admission
+//! webhooks, with the same wording: a denial is `admission plugin "NAME" denied the
+//! request: MESSAGE` with the plugin's code (403 when it gives none), reason and causes; a
+//! failing plugin (trap, timeout, out of memory, malformed result, an answer over the
+//! runtime's caps) is a 500 `InternalError` under `failurePolicy: Fail`, and a `Warning`
+//! under `Ignore` (nothing of its answer is used). [`AdmissionError`] names these
+//! outcomes; its one mapping to `Status` is the wording above.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -19,7 +23,7 @@ use wasmgate_plugin_runtime::wit::{
 use wasmgate_plugin_runtime::{CallError, Session};
 use wasmgate_storage::ReadAt;
 
-use super::Ctx;
+use crate::User;
 use crate::error::{ApiError, ApiResult};
 use crate::metrics::{Step, operation_name};
 use crate::object::{self, meta, meta_str};
@@ -28,7 +32,7 @@ use crate::policies;
 use crate::webhooks::{self, Webhook};
 
 /// The plugins and webhooks one request goes through, and the request they are sent.
-pub(crate) struct Admission {
+pub struct Admission {
     bindings: Vec<Arc<Binding>>,
     /// The request's calls of each binding's plugin (by index): a plugin bound as both
     /// hooks answers `mutate` and `validate` in one instance.
@@ -54,7 +58,7 @@ pub(crate) struct Admission {
 /// (`VersionedAttributes`), the object is converted for the plugins and a mutated one
 /// back; webhooks and policies see the request's version.
 struct Hub {
-    versions: crate::kinds::Versions,
+    versions: Box<dyn VersionConverter>,
     /// The plugins' request: `kind` and `resource` at the storage version (`requestKind`
     /// and `requestResource` keep the client's), objects at the storage version.
     req: AdmissionRequest,
@@ -98,7 +102,7 @@ struct PolicyTarget {
 /// Why admission stopped a request: the outcomes kube-apiserver tells apart, each mapped
 /// to its `Status` in one place ([`AdmissionError::status`]).
 #[derive(Debug)]
-pub(crate) enum AdmissionError {
+pub enum AdmissionError {
     /// A plugin said no.
     Denied(Box<Denial>),
     /// A plugin failed (trap, timeout, out of memory, malformed result, too large) under
@@ -120,7 +124,7 @@ pub(crate) enum AdmissionError {
 /// A plugin's denial: its own Status when it gave one; `object` (name, group, kind) names
 /// what was denied (`Status.details`, as kubectl words its message).
 #[derive(Debug)]
-pub(crate) struct Denial {
+pub struct Denial {
     plugin: String,
     status: Option<wit::Status>,
     object: (String, String, String),
@@ -140,7 +144,7 @@ impl AdmissionError {
     }
 
     /// What the client gets.
-    pub(crate) fn status(&self) -> Status {
+    pub fn status(&self) -> Status {
         match self {
             AdmissionError::Webhook(s) => (**s).clone(),
             AdmissionError::Denied(d) => {
@@ -247,63 +251,114 @@ fn denial_status(plugin: &str, st: Option<&wit::Status>) -> Status {
     s
 }
 
-impl Ctx {
-    /// The admission of a write (`obj`: the new object, `old`: the stored one for
-    /// updates and deletes, at the request's version; `old_stored`: the same at the
-    /// storage version, when at hand); `None` when no plugin is bound to it.
-    pub(crate) async fn admission(
-        &self,
-        op: Op,
-        obj: Option<&Value>,
-        old: Option<&Value>,
-        old_stored: Option<&Value>,
-        dry_run: bool,
+/// What admission is asked about one write (kube's `admission.Attributes`).
+pub struct Attributes<'a> {
+    pub group: &'a str,
+    /// The request's version.
+    pub version: &'a str,
+    pub kind: &'a str,
+    pub resource: &'a str,
+    pub subresource: Option<&'a str>,
+    pub namespaced: bool,
+    /// The versions the type serves (a webhook's `matchPolicy: Equivalent`).
+    pub served_versions: &'a [String],
+    /// The request's namespace.
+    pub namespace: Option<&'a str>,
+    /// The name in the request's path; the object's own name wins.
+    pub name: &'a str,
+    pub operation: Op,
+    /// The new object (creates, updates), at the request's version.
+    pub object: Option<&'a Value>,
+    /// The stored object (updates, deletes), at the request's version.
+    pub old_object: Option<&'a Value>,
+    /// The same at the storage version, when at hand.
+    pub old_stored: Option<&'a Value>,
+    pub user: &'a User,
+    pub dry_run: bool,
+}
+
+/// A converted object, when it is ready.
+pub type Converted<'a> = Pin<Box<dyn Future<Output = ApiResult<Value>> + Send + 'a>>;
+
+/// How an object moves between the request's version and the storage version, for plugins
+/// (kube's `ObjectConvertor` behind `VersionedAttributes`): plugins see a custom resource
+/// at its storage version, whatever version the client wrote.
+pub trait VersionConverter: Send + Sync {
+    /// The storage version alone.
+    fn storage_version(&self) -> &str;
+    /// `obj` (at the request's version) at the storage version.
+    fn to_storage(&self, obj: Value) -> Converted<'_>;
+    /// `obj` (at the storage version) at the request's version.
+    fn to_request(&self, obj: Value) -> Converted<'_>;
+}
+
+/// Whether any plugin, webhook or policy could see writes to `group` (a cheap check
+/// before building anything). WasmPlugin objects are exempt, as kube exempts webhook
+/// configurations from webhooks: a broken plugin bound to every group can always be fixed
+/// or removed.
+pub fn configured(server: &dyn crate::Context, group: &str) -> bool {
+    group != crate::plugins::crd::GROUP
+        && (!server.plugins().snapshot().is_empty()
+            || !server.webhooks().borrow().is_empty()
+            || !server.policies().borrow().is_empty())
+}
+
+impl Admission {
+    /// The admission of a write; `None` when no plugin, webhook or policy applies to it.
+    /// `storage`: how the object reaches the storage version, when the request is at
+    /// another.
+    pub async fn new(
+        server: Arc<dyn crate::Context>,
+        attrs: &Attributes<'_>,
+        storage: Option<Box<dyn VersionConverter>>,
     ) -> ApiResult<Option<Admission>> {
-        if !self.admission_configured() {
+        if !configured(&*server, attrs.group) {
             return Ok(None);
         }
-        let all = self.inner.plugins().snapshot();
-        let hooks = self.inner.webhooks().borrow().clone();
-        let pols = self.inner.policies().borrow().clone();
+        let op = attrs.operation;
+        let (obj, old) = (attrs.object, attrs.old_object);
+        let all = server.plugins().snapshot();
+        let hooks = server.webhooks().borrow().clone();
+        let pols = server.policies().borrow().clone();
         let name = obj
             .or(old)
             .and_then(|o| meta_str(o, "name"))
-            .unwrap_or(self.name())
+            .unwrap_or(attrs.name)
             .to_owned();
         fn labels_of(o: Option<&Value>) -> Option<&serde_json::Map<String, Value>> {
             o.and_then(|o| meta(o).get("labels"))
                 .and_then(Value::as_object)
         }
         let labels = labels_of(obj.or(old));
-        let sub = self.req.subresource.as_deref();
+        let sub = attrs.subresource;
         let mut bindings: Vec<Arc<Binding>> = all
             .iter()
             .filter(|b| b.hooks.mutate || b.hooks.validate)
-            .filter(|b| b.admits(&self.rt.group, &self.rt.resource, sub, op, labels))
+            .filter(|b| b.admits(attrs.group, attrs.resource, sub, op, labels))
             .cloned()
             .collect();
-        let attrs = webhooks::Attributes {
-            group: &self.rt.group,
-            version: &self.req.version,
-            resource: &self.rt.resource,
+        let matching = webhooks::Attributes {
+            group: attrs.group,
+            version: attrs.version,
+            resource: attrs.resource,
             subresource: sub,
             op,
-            namespaced: self.rt.namespaced,
-            served_versions: &self.rt.versions,
+            namespaced: attrs.namespaced,
+            served_versions: attrs.served_versions,
             labels: labels_of(obj),
             old_labels: labels_of(old),
         };
         let (mut mutating_webhooks, mut validating_webhooks) = if hooks.is_empty() {
             (Vec::new(), Vec::new())
         } else {
-            hooks.matching(&attrs)
+            hooks.matching(&matching)
         };
         let mut matched_policies = if pols.is_empty() {
             Vec::new()
         } else {
-            pols.matching(&attrs, &name)
+            pols.matching(&matching, &name)
         };
-        let namespace_object = self.rt.group.is_empty() && self.rt.resource == "namespaces";
+        let namespace_object = attrs.group.is_empty() && attrs.resource == "namespaces";
         let selects = bindings.iter().any(|b| b.namespace_selector.is_some())
             || mutating_webhooks
                 .iter()
@@ -312,16 +367,16 @@ impl Ctx {
             || matched_policies
                 .iter()
                 .any(|(p, b)| p.selects_namespaces(b));
-        if selects && (self.rt.namespaced || namespace_object) {
+        if selects && (attrs.namespaced || namespace_object) {
             let ns_labels = if namespace_object {
                 labels.cloned()
             } else {
-                self.namespace_labels().await?
+                namespace_labels(&*server, attrs.namespace).await?
             };
             bindings.retain(|b| {
                 b.namespace_selector
                     .as_ref()
-                    .is_none_or(|s| !self.rt.namespaced || s.matches(ns_labels.as_ref()))
+                    .is_none_or(|s| !attrs.namespaced || s.matches(ns_labels.as_ref()))
             });
             mutating_webhooks.retain(|h| h.matches_namespace(ns_labels.as_ref()));
             validating_webhooks.retain(|h| h.matches_namespace(ns_labels.as_ref()));
@@ -335,47 +390,47 @@ impl Ctx {
             return Ok(None);
         }
         let gvk = GroupVersionKind {
-            group: self.rt.group.clone(),
-            version: self.req.version.clone(),
-            kind: self.rt.kind.clone(),
+            group: attrs.group.to_owned(),
+            version: attrs.version.to_owned(),
+            kind: attrs.kind.to_owned(),
         };
         let gvr = GroupVersionResource {
-            group: self.rt.group.clone(),
-            version: self.req.version.clone(),
-            resource: self.rt.resource.clone(),
+            group: attrs.group.to_owned(),
+            version: attrs.version.to_owned(),
+            resource: attrs.resource.to_owned(),
         };
         let req = AdmissionRequest {
             uid: object::new_uid(),
             kind: gvk.clone(),
             resource: gvr.clone(),
-            sub_resource: self.req.subresource.clone(),
+            sub_resource: sub.map(str::to_owned),
             request_kind: Some(gvk),
             request_resource: Some(gvr),
-            request_sub_resource: self.req.subresource.clone(),
+            request_sub_resource: sub.map(str::to_owned),
             name,
-            namespace: self.namespace().map(str::to_owned),
+            namespace: attrs.namespace.map(str::to_owned),
             operation: match op {
                 Op::Create => Operation::Create,
                 Op::Update => Operation::Update,
                 Op::Delete => Operation::Delete,
             },
             user_info: UserInfo {
-                username: self.user.name.clone(),
+                username: attrs.user.name.clone(),
                 uid: String::new(),
-                groups: self.user.groups.clone(),
+                groups: attrs.user.groups.clone(),
                 extra: Vec::new(),
             },
             object: None,
             old_object: old.map(Value::to_string),
-            dry_run,
+            dry_run: attrs.dry_run,
             options: None,
         };
-        let hub = match self.versions() {
+        let hub = match storage {
             Some(versions) if !bindings.is_empty() => {
                 let mut req = req.clone();
-                req.kind.version = versions.storage_version.clone();
-                req.resource.version = versions.storage_version.clone();
-                req.old_object = match (old_stored, old) {
+                req.kind.version = versions.storage_version().to_owned();
+                req.resource.version = versions.storage_version().to_owned();
+                req.old_object = match (attrs.old_stored, old) {
                     (Some(o), _) => Some(o.to_string()),
                     (None, Some(o)) => Some(versions.to_storage(o.clone()).await?.to_string()),
                     (None, None) => None,
@@ -389,14 +444,14 @@ impl Ctx {
             _ => None,
         };
         let policy_target = PolicyTarget {
-            resource: if self.rt.group.is_empty() {
-                self.rt.resource.clone()
+            resource: if attrs.group.is_empty() {
+                attrs.resource.to_owned()
             } else {
-                format!("{}.{}", self.rt.resource, self.rt.group)
+                format!("{}.{}", attrs.resource, attrs.group)
             },
-            group: self.rt.group.clone(),
-            plural: self.rt.resource.clone(),
-            namespaced: self.rt.namespaced,
+            group: attrs.group.to_owned(),
+            plural: attrs.resource.to_owned(),
+            namespaced: attrs.namespaced,
         };
         Ok(Some(Admission {
             sessions: bindings.iter().map(|b| b.plugin.session()).collect(),
@@ -408,36 +463,27 @@ impl Ctx {
             annotations: Vec::new(),
             req,
             hub,
-            inner: self.inner.clone(),
+            inner: server,
         }))
     }
+}
 
-    /// Whether any plugin, webhook or policy could see this request's writes (a cheap
-    /// check before building anything). WasmPlugin objects are exempt, as kube exempts
-    /// webhook configurations from webhooks: a broken plugin bound to every group can
-    /// always be fixed or removed.
-    pub(crate) fn admission_configured(&self) -> bool {
-        self.rt.group != crate::plugins::crd::GROUP
-            && (!self.inner.plugins().snapshot().is_empty()
-                || !self.inner.webhooks().borrow().is_empty()
-                || !self.inner.policies().borrow().is_empty())
-    }
-
-    /// The labels of the request's namespace (`None`: cluster-scoped, or no labels).
-    async fn namespace_labels(&self) -> ApiResult<Option<serde_json::Map<String, Value>>> {
-        let Some(ns) = self.namespace() else {
-            return Ok(None);
-        };
-        let (_, found) = self
-            .inner
-            .store()
-            .get(&format!("core/namespaces//{ns}"), ReadAt::Latest)
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?;
-        Ok(found
-            .and_then(|f| object::from_stored(&f.value).ok())
-            .and_then(|o| meta(&o).get("labels").and_then(Value::as_object).cloned()))
-    }
+/// The labels of namespace `ns` (`None`: cluster-scoped, or no labels).
+async fn namespace_labels(
+    server: &dyn crate::Context,
+    ns: Option<&str>,
+) -> ApiResult<Option<serde_json::Map<String, Value>>> {
+    let Some(ns) = ns else {
+        return Ok(None);
+    };
+    let (_, found) = server
+        .store()
+        .get(&format!("core/namespaces//{ns}"), ReadAt::Latest)
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(found
+        .and_then(|f| object::from_stored(&f.value).ok())
+        .and_then(|o| meta(&o).get("labels").and_then(Value::as_object).cloned()))
 }
 
 /// The mutating plugins of a request and what their calls need, borrowed from its
@@ -528,19 +574,19 @@ async fn mutate_by_plugin(
 impl Admission {
     /// `obj` at the storage version when the plugins already have it so (their last
     /// conversion was of this object): what would be stored, with no conversion again.
-    pub(crate) fn into_stored_form(self, obj: &Value) -> Option<Value> {
+    pub fn into_stored_form(self, obj: &Value) -> Option<Value> {
         let (from, to) = self.hub?.converted?;
         (from == *obj).then_some(to)
     }
 
     /// The audit annotations collected so far (for the request's audit event).
-    pub(crate) fn take_annotations(&mut self) -> Vec<(String, String)> {
+    pub fn take_annotations(&mut self) -> Vec<(String, String)> {
         std::mem::take(&mut self.annotations)
     }
 
     /// Runs the mutating plugins in order on `obj`; returns what they changed (the caller
     /// then validates it again, as far as that needs). Timed as kube's `admit` step.
-    pub(crate) async fn mutate(
+    pub async fn mutate(
         &mut self,
         obj: &mut Value,
         warnings: &mut Vec<String>,
@@ -653,7 +699,7 @@ impl Admission {
     /// Runs the validating plugins (all of them, concurrently) on `obj` (`None`: a
     /// delete), the object as [`Admission::mutate`] left it (what it last sent them is
     /// reused when no plugin changed it); the first denial in binding order answers.
-    pub(crate) async fn validate(
+    pub async fn validate(
         &mut self,
         obj: Option<&Value>,
         warnings: &mut Vec<String>,
@@ -986,9 +1032,9 @@ fn apply(obj: &mut Value, m: Mutation, sent: usize, max_bytes: usize) -> Result<
 
 /// What a mutation changed of an object: after one that changed only labels and
 /// annotations, the object needs their checks again, not a schema pass (for the kinds
-/// whose validation reads nothing else of them: `Ctx::validation_reads_labels`).
+/// whose validation reads nothing else of them; the caller knows which).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Change {
+pub enum Change {
     None,
     /// `metadata.labels` and `metadata.annotations` only, left maps of strings.
     LabelsOnly,
