@@ -2,6 +2,8 @@
 //! kind and custom resources apart. Verbs call these; they never match on the behaviour
 //! themselves.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde_json::{Value, json};
 use wasmgate_apimachinery::options::FieldValidation;
@@ -10,18 +12,32 @@ use wasmgate_apimachinery::status::Status;
 use wasmgate_apimachinery::table::{self, ColumnDefinition};
 use wasmgate_apimachinery::validation::FieldError;
 
+use crate::Context;
 use crate::custom::{self, CustomVersion};
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::builtin_definitions;
-use crate::registry::{Behavior, Builtin};
-use crate::verbs::{Ctx, Obj};
+use crate::registry::{Behavior, Builtin, ResourceType};
 use crate::{builtin, crd};
 pub(crate) use wasmgate_apiextensions::conversion::{Converter, Versions};
 
-impl Ctx {
+/// The kind a request is for, as served at the request's version: its strategy (kube's
+/// `RESTCreateStrategy` and `RESTUpdateStrategy`: field checks, `PrepareFor*`, `Validate*`),
+/// how its objects are stored and shown, its table. The one place that tells built-in
+/// kinds, the CRD kind and custom resources apart.
+pub(crate) struct Kind<'a> {
+    pub(crate) rt: &'a ResourceType,
+    /// The request's version.
+    pub(crate) version: &'a str,
+    pub(crate) subresource: Option<&'a str>,
+    /// The server: the served types (a CRD's name collisions), conversion's plugins and
+    /// outbound client.
+    pub(crate) server: &'a Arc<dyn Context>,
+}
+
+impl<'a> Kind<'a> {
     /// The requested version of a custom resource type.
-    pub(crate) fn custom_version(&self) -> Option<&CustomVersion> {
-        self.rt.custom()?.version(&self.req.version)
+    pub(crate) fn custom_version(&self) -> Option<&'a CustomVersion> {
+        self.rt.custom()?.version(self.version)
     }
 
     /// Whether the request is for a custom resource.
@@ -48,7 +64,7 @@ impl Ctx {
                 if let Some(e) = report.type_error {
                     return Err(Status::bad_request(schema::type_error_message(
                         &self.rt.kind,
-                        &self.req.version,
+                        self.version,
                         &e,
                     ))
                     .into());
@@ -88,7 +104,7 @@ impl Ctx {
     pub(crate) fn prepare_create(&self, obj: &mut Value) {
         match &self.rt.behavior {
             Behavior::Builtin(Builtin::CustomResourceDefinition) => crd::prepare_for_create(obj),
-            Behavior::Builtin(_) => builtin::prepare_for_create(&self.rt, obj),
+            Behavior::Builtin(_) => builtin::prepare_for_create(self.rt, obj),
             Behavior::Custom(_) => {
                 if let Some(v) = self.custom_version() {
                     custom::prepare_for_create(v, obj);
@@ -99,12 +115,12 @@ impl Ctx {
 
     /// PrepareForUpdate of the kind (main resource or subresource).
     pub(crate) fn prepare_update(&self, new: &mut Value, old: &Value) {
-        let sub = self.req.subresource.as_deref();
+        let sub = self.subresource;
         match &self.rt.behavior {
             Behavior::Builtin(Builtin::CustomResourceDefinition) => {
                 crd::prepare_for_update(new, old, sub)
             }
-            Behavior::Builtin(_) => builtin::prepare_for_update(&self.rt, new, old, sub),
+            Behavior::Builtin(_) => builtin::prepare_for_update(self.rt, new, old, sub),
             Behavior::Custom(_) => {
                 if let Some(v) = self.custom_version() {
                     custom::prepare_for_update(v, new, old, sub);
@@ -129,15 +145,14 @@ impl Ctx {
                     errs.extend(builtin::validate_meta_update(obj, old));
                 }
                 if errs.is_empty() {
-                    errs = crd::collisions(obj, &self.inner.types().snapshot());
+                    errs = crd::collisions(obj, &self.server.types().snapshot());
                 }
                 errs
             }
-            Behavior::Builtin(_) => builtin::validate(&self.rt, obj, old),
+            Behavior::Builtin(_) => builtin::validate(self.rt, obj, old),
             Behavior::Custom(_) => match self.custom_version() {
                 Some(v) => {
-                    let mut errs =
-                        custom::validate(v, &self.rt, obj, old, self.req.subresource.as_deref());
+                    let mut errs = custom::validate(v, self.rt, obj, old, self.subresource);
                     if let Some(old) = old {
                         errs.extend(builtin::validate_meta_update(obj, old));
                     }
@@ -153,7 +168,7 @@ impl Ctx {
     pub(crate) async fn to_storage(&self, obj: &mut Value) -> ApiResult<()> {
         if let Some(v) = self.versions() {
             *obj = v.to_storage(std::mem::take(obj)).await?;
-        } else if let Some(n) = Native::of(&self.rt) {
+        } else if let Some(n) = Native::of(self.rt) {
             *obj = (n.to_stored)(std::mem::take(obj));
         }
         Ok(())
@@ -163,12 +178,12 @@ impl Ctx {
     /// custom resource; `None` when the two are the same (or for built-in kinds, which
     /// have one version).
     pub(crate) fn versions(&self) -> Option<Versions> {
-        if !self.is_custom() || self.req.version == self.rt.storage_version {
+        if !self.is_custom() || self.version == self.rt.storage_version {
             return None;
         }
         Some(Versions::new(
             &self.rt.group,
-            &self.req.version,
+            self.version,
             &self.rt.storage_version,
             self.converter(),
         ))
@@ -177,7 +192,7 @@ impl Ctx {
     fn converter(&self) -> Option<Converter> {
         let conversion = self.rt.custom()?.conversion.clone()?;
         Some(Converter::new(
-            self.inner.clone(),
+            self.server.clone(),
             conversion,
             &self.rt.kind,
         ))
@@ -186,11 +201,11 @@ impl Ctx {
     /// How stored objects are shown at the request's version (`None`: as stored). It copies
     /// the storage version's schema: build it once per request and borrow it.
     pub(crate) fn presenter(&self) -> Option<Presenter> {
-        if let Some(n) = Native::of(&self.rt) {
+        if let Some(n) = Native::of(self.rt) {
             return Some(Presenter {
                 prefix: String::new(),
                 group: self.rt.group.clone(),
-                version: self.req.version.clone(),
+                version: self.version.to_owned(),
                 storage_api_version: String::new(),
                 defaults: None,
                 converter: None,
@@ -199,12 +214,9 @@ impl Ctx {
         }
         let c = self.rt.custom()?;
         Some(Presenter {
-            prefix: format!(
-                "{{\"apiVersion\":\"{}/{}\"",
-                self.rt.group, self.req.version
-            ),
+            prefix: format!("{{\"apiVersion\":\"{}/{}\"", self.rt.group, self.version),
             group: self.rt.group.clone(),
-            version: self.req.version.clone(),
+            version: self.version.to_owned(),
             storage_api_version: format!("{}/{}", self.rt.group, self.rt.storage_version),
             defaults: c
                 .storage()
@@ -240,6 +252,23 @@ impl Ctx {
     /// kube-apiserver's CR store does) rather than a success Status.
     pub(crate) fn delete_returns_object(&self) -> bool {
         self.is_custom()
+    }
+}
+
+/// A stored object: raw bytes (served as is when possible) or a decoded value.
+pub(crate) enum Obj {
+    Raw(Bytes),
+    Value(Value),
+}
+
+impl Obj {
+    pub(crate) fn value(&self) -> ApiResult<std::borrow::Cow<'_, Value>> {
+        match self {
+            Obj::Value(v) => Ok(std::borrow::Cow::Borrowed(v)),
+            Obj::Raw(b) => crate::object::from_stored(b)
+                .map(std::borrow::Cow::Owned)
+                .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}"))),
+        }
     }
 }
 

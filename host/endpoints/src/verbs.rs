@@ -37,6 +37,8 @@ use wasmgate_storage::{Precondition, ReadAt, Write, WriteOp};
 
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult, storage_error};
+use crate::kinds::Kind;
+pub(crate) use crate::kinds::Obj;
 use crate::object::{self, meta, meta_str};
 use crate::registry::ResourceType;
 use crate::response::{bytes_response as response, header_str};
@@ -154,24 +156,18 @@ pub(crate) fn create_refused_while_terminating(crd_name: &str) -> ApiError {
     .into()
 }
 
-/// A stored object: raw bytes (served as is when possible) or a decoded value.
-pub(crate) enum Obj {
-    Raw(Bytes),
-    Value(Value),
-}
-
-impl Obj {
-    pub(crate) fn value(&self) -> ApiResult<std::borrow::Cow<'_, Value>> {
-        match self {
-            Obj::Value(v) => Ok(std::borrow::Cow::Borrowed(v)),
-            Obj::Raw(b) => object::from_stored(b)
-                .map(std::borrow::Cow::Owned)
-                .map_err(|e| ApiError::internal(format!("stored object is not JSON: {e}"))),
+impl Ctx {
+    /// The kind the request is for, at the request's version: its strategy, storage and
+    /// presentation.
+    pub(crate) fn kind(&self) -> Kind<'_> {
+        Kind {
+            rt: &self.rt,
+            version: &self.req.version,
+            subresource: self.req.subresource.as_deref(),
+            server: &self.inner,
         }
     }
-}
 
-impl Ctx {
     /// Whether the client takes gzip (`Accept-Encoding`).
     pub(crate) fn accepts_gzip(&self) -> bool {
         header_str(&self.headers, header::ACCEPT_ENCODING)
@@ -430,7 +426,7 @@ impl Ctx {
             })?,
             BodyType::Yaml => wjson::from_yaml(body)
                 .map_err(|e| Status::bad_request(format!("error converting YAML to JSON: {e}")))?,
-            BodyType::Protobuf if self.is_custom() && !self.serves_protobuf() => {
+            BodyType::Protobuf if self.kind().is_custom() && !self.serves_protobuf() => {
                 // ENC-05: no protobuf for custom resources (their Scale has one).
                 return Err(Status::from(media::UnsupportedMediaType {
                     accepted: "application/json, application/yaml",
@@ -499,7 +495,7 @@ impl Ctx {
         };
         let (has_kind, has_av) = (has("kind"), has("apiVersion"));
         if let Some(m) = obj.as_object_mut()
-            && !self.is_custom()
+            && !self.kind().is_custom()
         {
             if !has_kind {
                 m.insert("kind".into(), Value::String(self.rt.kind.clone()));
@@ -540,7 +536,8 @@ impl Ctx {
         mode: FieldValidation,
     ) -> ApiResult<()> {
         let mut warnings = Vec::new();
-        self.check_fields_into(obj, duplicates, mode, &mut warnings)?;
+        self.kind()
+            .check_fields_into(obj, duplicates, mode, &mut warnings)?;
         self.warnings.extend(warnings);
         Ok(())
     }
@@ -630,9 +627,9 @@ impl Ctx {
                 m.insert("namespace".into(), ns.clone());
             }
         }
-        self.prepare_update(new, old);
+        self.kind().prepare_update(new, old);
         let name = meta_str(old, "name").unwrap_or("").to_owned();
-        let errs = self.validate_object(new, Some(old));
+        let errs = self.kind().validate_object(new, Some(old));
         if !errs.is_empty() {
             return Err(self.invalid(&name, &errs));
         }
@@ -656,7 +653,7 @@ impl Ctx {
     ) -> ApiResult<Obj> {
         let key = self.key(name);
         let target = self.target(name);
-        let presenter = self.presenter();
+        let presenter = self.kind().presenter();
         for _ in 0..64 {
             let (_, cur) = self
                 .inner
@@ -671,7 +668,9 @@ impl Ctx {
             let mut cur_stored = None;
             let presented = match &presenter {
                 Some(p) if p.needs(&cur.value) => {
-                    if !self.inner.plugins().snapshot().is_empty() && self.versions().is_some() {
+                    if !self.inner.plugins().snapshot().is_empty()
+                        && self.kind().versions().is_some()
+                    {
                         cur_stored = p.storage_form(&cur_obj);
                     }
                     p.apply(&mut cur_obj).await?;
@@ -826,7 +825,7 @@ impl Ctx {
                 *obj = s;
                 Ok(())
             }
-            None => self.to_storage(obj).await,
+            None => self.kind().to_storage(obj).await,
         }
     }
 
@@ -843,12 +842,13 @@ impl Ctx {
         let mut mutated = Change::None;
         if let Some(a) = adm.as_deref_mut() {
             mutated = a.mutate(obj, &mut warnings).await?;
-            if mutated == Change::LabelsOnly && self.validation_reads_labels() {
+            if mutated == Change::LabelsOnly && self.kind().validation_reads_labels() {
                 mutated = Change::Object;
             }
             if mutated == Change::Object {
                 let mut ignored = Vec::new();
-                self.check_fields_into(obj, &[], FieldValidation::Ignore, &mut ignored)?;
+                self.kind()
+                    .check_fields_into(obj, &[], FieldValidation::Ignore, &mut ignored)?;
             }
         }
         if mutated == Change::LabelsOnly && validated {
@@ -866,7 +866,7 @@ impl Ctx {
             }
         } else if mutated != Change::None || !validated {
             cpu_bound(size, || {
-                let errs = self.validate_object(obj, old);
+                let errs = self.kind().validate_object(obj, old);
                 if errs.is_empty() {
                     Ok(())
                 } else {
@@ -909,7 +909,7 @@ impl Ctx {
         if !chain::configured(&*self.inner, &self.rt.group) {
             return Ok(());
         }
-        let presenter = self.presenter();
+        let presenter = self.kind().presenter();
         let (shown, stored) = match &presenter {
             Some(p) => {
                 let mut shown = old.clone();
@@ -964,6 +964,7 @@ impl Ctx {
             dry_run,
         };
         let storage = self
+            .kind()
             .versions()
             .map(|v| Box::new(v) as Box<dyn chain::VersionConverter>);
         Admission::new(self.inner.clone(), &attrs, storage).await

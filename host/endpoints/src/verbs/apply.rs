@@ -107,7 +107,8 @@ pub(super) async fn apply(
             if manager == last_applied::MANAGER {
                 last_applied::sync(&mut new, &config);
             }
-            ctx.check_fields_into(&mut new, &[], opts.field_validation, &mut warnings)?;
+            ctx.kind()
+                .check_fields_into(&mut new, &[], opts.field_validation, &mut warnings)?;
             ctx.before_update(&mut new, current)?;
             Ok(new)
         })

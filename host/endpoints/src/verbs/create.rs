@@ -120,7 +120,8 @@ async fn create_once(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> Attemp
                 // The object just stored, with its revision: its bytes need no decoding.
                 object::set_resource_version(&mut obj, c.revision);
                 let presented =
-                    crate::kinds::present_decoded(ctx.presenter().as_ref(), c.value, obj).await;
+                    crate::kinds::present_decoded(ctx.kind().presenter().as_ref(), c.value, obj)
+                        .await;
                 return Attempt::Done(match presented {
                     Ok(out) => ctx.respond_object(StatusCode::CREATED, out).await,
                     Err(e) => Err(e),
@@ -225,6 +226,6 @@ fn before_create(ctx: &Ctx, obj: &mut Value) -> ApiResult<bool> {
         )];
         return Err(ctx.invalid("", &errs));
     }
-    ctx.prepare_create(obj);
+    ctx.kind().prepare_create(obj);
     Ok(generated)
 }

@@ -35,7 +35,7 @@ pub(super) async fn delete(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
     let opts = delete_options(ctx, &body)?;
     let name = ctx.name().to_owned();
     let ns = ctx.namespace().map(str::to_owned);
-    let presenter = ctx.presenter();
+    let presenter = ctx.kind().presenter();
     match delete_one(ctx, presenter.as_ref(), ns.as_deref(), &name, &opts).await? {
         // kube answers 202 for a delete that waits on dependents when the client asked for
         // cascading with the deprecated `orphanDependents: false`, 200 otherwise.
@@ -43,7 +43,7 @@ pub(super) async fn delete(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
             ctx.respond_object(StatusCode::ACCEPTED, obj).await
         }
         Deleted::Pending(obj) => ctx.respond_object(StatusCode::OK, obj).await,
-        Deleted::Removed { obj, .. } if ctx.delete_returns_object() => {
+        Deleted::Removed { obj, .. } if ctx.kind().delete_returns_object() => {
             ctx.respond_object(StatusCode::OK, obj).await
         }
         Deleted::Removed { uid, .. } => {

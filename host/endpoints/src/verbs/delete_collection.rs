@@ -21,7 +21,7 @@ pub(super) async fn delete_collection(ctx: &mut Ctx, body: Bytes) -> ApiResult<R
         list_opts.label_selector.clone(),
         list_opts.field_selector.clone(),
     )?;
-    let presenter = ctx.presenter();
+    let presenter = ctx.kind().presenter();
     let listed = read_list(
         ctx,
         presenter.as_ref(),

@@ -19,7 +19,7 @@ pub(super) async fn get(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
         wait_for_revision(ctx, rev).await?;
     }
     let found = ctx.read_latest(&name).await?;
-    let out = ctx.present(found.value).await?;
+    let out = ctx.kind().present(found.value).await?;
     ctx.respond_object(StatusCode::OK, out).await
 }
 

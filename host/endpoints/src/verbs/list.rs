@@ -36,7 +36,7 @@ pub(super) async fn list(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     if let Some(how) = super::list_stream::streams(ctx, opts.limit).await {
         return super::list_stream::respond(ctx, how, filter, semantics, opts.limit).await;
     }
-    let presenter = ctx.presenter();
+    let presenter = ctx.kind().presenter();
     let listed = read_list(ctx, presenter.as_ref(), &filter, semantics, opts.limit).await?;
     ctx.respond_list(
         listed.items,

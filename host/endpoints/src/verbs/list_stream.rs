@@ -112,7 +112,7 @@ pub(super) async fn respond(
     limit: u64,
 ) -> ApiResult<Response<Body>> {
     let out = ctx.encoding.output()?;
-    let presenter = ctx.presenter();
+    let presenter = ctx.kind().presenter();
     let (mut source, list_meta) = match how {
         Streamed::FromStore => {
             let pages = Pages::start(ctx, &semantics, &filter)

@@ -24,7 +24,7 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
     if ty == PatchType::Apply {
         return super::apply::apply(ctx, body, &opts).await;
     }
-    if ty == PatchType::StrategicMerge && ctx.is_custom() {
+    if ty == PatchType::StrategicMerge && ctx.kind().is_custom() {
         // PATCH-04: strategic merge patch needs Go struct tags custom resources lack.
         return Err(Status::from(media::UnsupportedMediaType {
             accepted: "application/json-patch+json, application/merge-patch+json",
@@ -71,7 +71,8 @@ pub(super) async fn patch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
                 _ => strategic_merge::apply(current, &patch, &schema).map_err(smp_error)?,
             };
             ctx.check_type_meta(&mut new, &body)?;
-            ctx.check_fields_into(&mut new, &[], opts.field_validation, &mut warnings)?;
+            ctx.kind()
+                .check_fields_into(&mut new, &[], opts.field_validation, &mut warnings)?;
             ctx.before_update(&mut new, current)?;
             Ok(new)
         })

@@ -146,9 +146,9 @@ impl Ctx {
         let now = time::OffsetDateTime::now_utc();
         let rows = objs
             .iter()
-            .map(|o| row(self.table_cells(o, now), o))
+            .map(|o| row(self.kind().table_cells(o, now), o))
             .collect();
-        Ok((self.table_columns(), rows))
+        Ok((self.kind().table_columns(), rows))
     }
 
     fn printer_failed(&self, why: String) {

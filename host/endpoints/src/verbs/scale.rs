@@ -20,6 +20,7 @@ use crate::response::header_str;
 
 pub(super) async fn scale(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
     let spec = ctx
+        .kind()
         .custom_version()
         .and_then(|v| v.scale.clone())
         .ok_or_else(|| ApiError::from(Status::not_found_path()))?;
@@ -28,7 +29,7 @@ pub(super) async fn scale(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body
     let scale = match ctx.req.verb {
         Verb::Get => {
             let found = ctx.read_latest(&name).await?;
-            scale_of(&spec, &*ctx.present(found.value).await?.value()?)
+            scale_of(&spec, &*ctx.kind().present(found.value).await?.value()?)
         }
         Verb::Update => {
             let desired = ctx.decode_body(&body)?.value;

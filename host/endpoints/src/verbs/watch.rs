@@ -68,7 +68,7 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     let (object_api_version, object_kind) = ctx.response_kind();
     let object_kind = object_kind.to_owned();
     let include = ctx.encoding.include_object()?;
-    let presenter = ctx.presenter();
+    let presenter = ctx.kind().presenter();
     let store = ctx.inner.store();
     let prefix = ctx.rt.namespace_prefix(ctx.namespace());
     // Where the stream starts, and the synthetic ADDED events that come first.
@@ -128,7 +128,7 @@ pub(super) async fn watch(ctx: &mut Ctx) -> ApiResult<Response<Body>> {
     };
     let columns = match &printer {
         Some(p) => p.columns.clone(),
-        None => ctx.table_columns(),
+        None => ctx.kind().table_columns(),
     };
     let stream = Stream {
         tx,
