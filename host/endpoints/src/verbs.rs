@@ -16,7 +16,9 @@ mod get;
 mod jsonpatch;
 mod list;
 mod list_stream;
+mod managed;
 mod negotiation;
+mod pages;
 mod patch;
 mod printing;
 mod protobuf_response;
@@ -34,7 +36,7 @@ use wasmgate_apimachinery::request_info::Verb;
 use wasmgate_apimachinery::status::Status;
 
 use crate::body::Body;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 pub(crate) use crate::kinds::Obj;
 use crate::object::meta;
 pub(crate) use crate::verbs::negotiation::Negotiated;
@@ -95,7 +97,7 @@ async fn dispatch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
             ctx.warnings.push(w.clone());
         }
         if c.terminating && ctx.req.verb == Verb::Create {
-            return Err(create_refused_while_terminating(&c.crd_name));
+            return Err(create::refused_while_terminating(&c.crd_name));
         }
     }
     // Each verb's future on the heap, at its own size: the verbs' state machines differ a
@@ -121,14 +123,4 @@ async fn dispatch(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Body>> {
         }
     };
     fut.await
-}
-
-/// 405 for a create of a custom resource whose CRD is being deleted.
-pub(crate) fn create_refused_while_terminating(crd_name: &str) -> ApiError {
-    Status::failure(
-        405,
-        "MethodNotAllowed",
-        format!("create not allowed while custom resource definition {crd_name} is terminating"),
-    )
-    .into()
 }

@@ -11,19 +11,20 @@
 use bytes::Bytes;
 use http::{HeaderValue, Response, header};
 use serde_json::{Value, json};
+use wasmgate_apimachinery::fieldset::Comparison;
 use wasmgate_apimachinery::fieldset::apply::{Apply, Conflict, conflict_message};
 use wasmgate_apimachinery::fieldset::last_applied;
 use wasmgate_apimachinery::fieldset::managed::ManagedFields;
-use wasmgate_apimachinery::fieldset::{Comparison, FieldSet, PathElement, Shape, builtin_shape};
 use wasmgate_apimachinery::json as wjson;
 use wasmgate_apimachinery::options::WriteOptions;
 use wasmgate_apimachinery::status::{Status, StatusCause};
 use wasmgate_apimachinery::validation::FieldError;
 
 use super::Ctx;
+use super::managed::{ignored, set_managed, shape};
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
-use crate::object::{self, meta_mut, meta_str};
+use crate::object::{self, meta_str};
 
 pub(super) async fn apply(
     ctx: &mut Ctx,
@@ -139,59 +140,6 @@ pub(super) async fn apply(
     ctx.respond_object(http::StatusCode::OK, out).await
 }
 
-/// Records a non-apply write of `new` over `live` (`None`: a create) in `new`'s
-/// `metadata.managedFields` (`SSA-14`), as kube's field manager does for Updates: the
-/// entries start from the request's own (unless it resets them with `[]` or `[{}]`),
-/// else the stored ones; an existing object nobody manages stays untracked until an
-/// apply; the manager is `fieldManager`, else the User-Agent's product.
-pub(super) fn record_update(ctx: &Ctx, live: Option<&Value>, new: &mut Value) {
-    // The request's entries, out of the object (compared without them, rewritten below).
-    let sent = new
-        .get_mut("metadata")
-        .and_then(Value::as_object_mut)
-        .and_then(|m| m.remove("managedFields"));
-    let stored = || {
-        ManagedFields::decode(live.and_then(|l| l.pointer("/metadata/managedFields")))
-            .unwrap_or_default()
-    };
-    let base = if ctx.req.subresource.is_some() {
-        stored()
-    } else if ManagedFields::is_reset(sent.as_ref()) {
-        ManagedFields::default()
-    } else {
-        match ManagedFields::decode(sent.as_ref()) {
-            Ok(m) if !m.entries.is_empty() => m,
-            _ => stored(),
-        }
-    };
-    if base.entries.is_empty() && live.is_some() {
-        return;
-    }
-    let mut managed = base;
-    let shape = shape(ctx);
-    let changes = match live {
-        Some(l) => Comparison::of(l, new, &shape),
-        None => Comparison::of(
-            &json!({"apiVersion": ctx.api_version(), "kind": ctx.rt.kind}),
-            new,
-            &shape,
-        ),
-    };
-    let manager = wasmgate_apimachinery::fieldset::managed::manager_name(
-        ctx.query.get("fieldManager"),
-        crate::response::header_str(&ctx.headers, header::USER_AGENT),
-    );
-    managed.update(
-        &manager,
-        &ctx.api_version(),
-        ctx.req.subresource.as_deref(),
-        changes,
-        &ignored(ctx),
-        &object::now_rfc3339(),
-    );
-    set_managed(new, &managed);
-}
-
 /// Whether the user may create the object (apply creates only then, as kube's
 /// `forceAllowCreate`).
 fn may_create(ctx: &Ctx, name: &str) -> bool {
@@ -255,59 +203,6 @@ fn parse(ctx: &Ctx, body: &Bytes) -> ApiResult<Value> {
 fn gvk_string(api_version: &str, kind: &str) -> String {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     format!("{group}/{version}, Kind={kind}")
-}
-
-/// How this type's values merge and are owned (built once per custom resource version
-/// and per built-in kind).
-fn shape(ctx: &Ctx) -> std::sync::Arc<Shape> {
-    use std::collections::HashMap;
-    use std::sync::{Arc, OnceLock};
-    if let Some(ver) = ctx.rt.custom().and_then(|c| c.version(&ctx.req.version)) {
-        return ver.field_shape();
-    }
-    // Every write asks: the built-in kinds' shapes are built once, together.
-    static BUILTIN: OnceLock<HashMap<crate::registry::Builtin, Arc<Shape>>> = OnceLock::new();
-    let shapes = BUILTIN.get_or_init(|| {
-        crate::registry::builtin_types()
-            .iter()
-            .filter_map(|t| {
-                let av = t.group_version(&t.storage_version);
-                Some((t.builtin()?, Arc::new(builtin_shape(&av, &t.kind))))
-            })
-            .collect()
-    });
-    match ctx.rt.builtin().and_then(|b| shapes.get(&b)) {
-        Some(s) => s.clone(),
-        None => Arc::new(builtin_shape(&ctx.api_version(), &ctx.rt.kind)),
-    }
-}
-
-/// Fields that count for no one: `status` on the main resource of a type with a status
-/// subresource, everything but `status` on that subresource.
-fn ignored(ctx: &Ctx) -> FieldSet {
-    let mut s = FieldSet::new();
-    let has_status = ctx
-        .rt
-        .subresources_for(&ctx.req.version)
-        .iter()
-        .any(|r| r.name == "status");
-    match ctx.req.subresource.as_deref() {
-        None if has_status => s.insert(&[PathElement::Field("status".into())]),
-        Some("status") => s.insert(&[PathElement::Field("spec".into())]),
-        _ => {}
-    }
-    s
-}
-
-fn set_managed(obj: &mut Value, managed: &ManagedFields) {
-    match managed.encode() {
-        Some(m) => {
-            meta_mut(obj).insert("managedFields".into(), m);
-        }
-        None => {
-            meta_mut(obj).remove("managedFields");
-        }
-    }
 }
 
 /// The 409 of an apply that conflicts (`SSA-04`): one cause per field.

@@ -8,7 +8,7 @@ use wasmgate_apimachinery::status::Status;
 use wasmgate_apimachinery::validation::FieldError;
 use wasmgate_storage::{Precondition, StorageError, Write, WriteOp};
 
-use super::{Ctx, Obj, create_refused_while_terminating};
+use super::{Ctx, Obj};
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult, storage_error};
 use crate::object::{self, meta_mut, meta_str};
@@ -43,7 +43,7 @@ pub(super) async fn create(ctx: &mut Ctx, body: Bytes) -> ApiResult<Response<Bod
                         .cloned()
                         .ok_or_else(|| ApiError::from(Status::not_found_path()))?;
                     if let Some(c) = ctx.rt.custom().filter(|c| c.terminating) {
-                        return Err(create_refused_while_terminating(&c.crd_name));
+                        return Err(refused_while_terminating(&c.crd_name));
                     }
                 }
             }
@@ -64,7 +64,7 @@ async fn create_once(ctx: &mut Ctx, opts: &WriteOptions, body: &Bytes) -> Attemp
     };
     // The creator owns what it set (`SSA-14`); a create on apply brings the apply's entry.
     if !ctx.applying {
-        super::apply::record_update(ctx, None, &mut obj);
+        super::managed::record_update(ctx, None, &mut obj);
     }
     // Mutating plugins, validation (once, of the object as they left it), validating
     // plugins: kube's order.
@@ -228,4 +228,14 @@ fn before_create(ctx: &Ctx, obj: &mut Value) -> ApiResult<bool> {
     }
     ctx.kind().prepare_create(obj);
     Ok(generated)
+}
+
+/// 405 for a create of a custom resource whose CRD is being deleted.
+pub(super) fn refused_while_terminating(crd_name: &str) -> ApiError {
+    Status::failure(
+        405,
+        "MethodNotAllowed",
+        format!("create not allowed while custom resource definition {crd_name} is terminating"),
+    )
+    .into()
 }

@@ -7,7 +7,7 @@ use wasmgate_apimachinery::options::{ListOptions, ListSemantics};
 use wasmgate_apimachinery::status::Status;
 
 use super::delete::{Deleted, delete_one, delete_options};
-use super::list::read_list;
+use super::pages::read_list;
 use super::{Ctx, Filter};
 use crate::body::Body;
 use crate::error::ApiResult;

@@ -21,7 +21,7 @@ use wasmgate_apimachinery::media::{Encoding, Output};
 use wasmgate_apimachinery::options::ListSemantics;
 use wasmgate_apimachinery::table;
 
-use super::list::{PAGE, Pages};
+use super::pages::{PAGE, Pages};
 use super::{Ctx, Filter, Obj};
 use crate::body::{self, Body};
 use crate::error::ApiResult;
@@ -129,7 +129,7 @@ pub(super) async fn respond(
         }
         Streamed::ReadFirst => {
             let listed =
-                super::list::read_list(ctx, presenter.as_ref(), &filter, semantics, limit).await?;
+                super::pages::read_list(ctx, presenter.as_ref(), &filter, semantics, limit).await?;
             let meta = ListMeta {
                 revision: listed.revision,
                 continue_token: listed.continue_token,

@@ -17,7 +17,7 @@ use http::{HeaderValue, Response, StatusCode, header};
 use serde_json::{Map, Value};
 use wasmgate_apimachinery::protobuf::{self, ListEncoder};
 
-use super::list::PAGE;
+use super::pages::PAGE;
 use super::{Ctx, Obj};
 use crate::body::{self, Body};
 use crate::error::{ApiError, ApiResult};

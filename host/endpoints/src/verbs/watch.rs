@@ -31,7 +31,7 @@ use wasmgate_apimachinery::status::Status;
 use wasmgate_apimachinery::table::{self, IncludeObject};
 use wasmgate_storage::{Event, EventKind, StorageError, Watcher};
 
-use super::list::{PAGE, Pages};
+use super::pages::{PAGE, Pages};
 use super::{Ctx, Filter, Obj};
 use crate::body::{self, Body};
 use crate::error::{ApiResult, storage_error};

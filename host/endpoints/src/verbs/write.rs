@@ -10,11 +10,10 @@ use wasmgate_apimachinery::status::{Status, Target};
 use wasmgate_apimachinery::validation::{self as v, FieldError};
 use wasmgate_storage::{Precondition, ReadAt, Write, WriteOp};
 
+use super::{Ctx, managed};
 use crate::error::{ApiError, ApiResult, storage_error};
 use crate::kinds::Obj;
 use crate::object::{self, meta, meta_str};
-
-use super::{Ctx, apply};
 
 impl Ctx {
     /// 422 for validation errors.
@@ -68,7 +67,7 @@ impl Ctx {
         // The writer's ownership first: kube's field manager runs before the strategy
         // (and takes a `managedFields` reset out before validation sees it).
         if !self.applying {
-            apply::record_update(self, Some(old), new);
+            managed::record_update(self, Some(old), new);
         }
         {
             let old_meta = meta(old);
