@@ -253,7 +253,9 @@ impl ApiServer {
         plugins::crd::ensure(inner.as_ref())
             .await
             .map_err(ApiServerError::Bootstrap)?;
-        tokio::spawn(plugins::run(me.clone() as Weak<dyn admission::Context>));
+        tokio::spawn(plugins::controller::run(
+            me.clone() as Weak<dyn admission::Context>
+        ));
         if let Some(dir) = inner.options.plugin_dir.clone() {
             tokio::spawn(plugins::dir::run(me as Weak<dyn admission::Context>, dir));
         }

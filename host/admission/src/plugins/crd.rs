@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::Context;
+use crate::client::Client;
 
 const MANIFEST: &str = include_str!("wasmplugins.crd.yaml");
 const NAME: &str = "wasmplugins.wasmgate.dev";
@@ -28,7 +28,7 @@ fn manifest() -> Result<Value, String> {
 }
 
 /// Creates the CRD, or restores its spec; returns when the type is served.
-pub async fn ensure(inner: &dyn Context) -> Result<(), String> {
+pub async fn ensure(inner: &dyn Client) -> Result<(), String> {
     crate::client::apply(
         inner,
         crate::client::system_user(),

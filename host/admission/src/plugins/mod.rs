@@ -13,7 +13,7 @@
 //! Requests take a snapshot of the bindings ([`Plugins::snapshot`]): a swap never affects
 //! a request in flight, which finishes on the version it started with.
 
-mod controller;
+pub mod controller;
 pub mod crd;
 pub mod dir;
 pub mod upload;
@@ -24,8 +24,6 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 use wasmgate_apimachinery::selectors::LabelSelector;
 use wasmgate_plugin_runtime::{Plugin, Runtime, RuntimeConfig};
-
-pub use controller::run;
 
 /// What a binding does when its plugin fails (trap, timeout, out of memory, malformed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
