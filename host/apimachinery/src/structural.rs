@@ -72,6 +72,7 @@ mod crd_validation;
 mod defaulting;
 mod formats;
 mod listtype;
+mod model;
 mod objectmeta;
 mod openapi;
 mod pruning;
@@ -82,16 +83,14 @@ mod validation;
 
 use std::sync::Arc;
 
-use regex::Regex;
 use serde_json::Value;
 
-use crate::gofmt::go_float;
-use crate::validation::{FieldError, child};
+use crate::validation::FieldError;
 use convert::{Decoder, mark_subtrees};
 use crd_validation::check_crd_schema;
 use defaulting::{apply_defaults, prune_nulls};
-use formats::StrFormat;
 use listtype::validate_list_sets_and_maps_object;
+use model::{Inner, Items, NodeData, SchemaOrBool};
 use objectmeta::{coerce_embedded, validate_embedded};
 use openapi::publish;
 use pruning::Pruner;
@@ -455,239 +454,6 @@ impl<'a> Node<'a> {
     /// `maxProperties`.
     pub fn max_properties(&self) -> Option<i64> {
         self.data().max_properties
-    }
-}
-
-// =============================================================================================
-// Schema nodes
-// =============================================================================================
-
-#[derive(Debug)]
-struct Inner {
-    nodes: Vec<NodeData>,
-    root: usize,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum SchemaOrBool {
-    Bool(bool),
-    Schema(usize),
-}
-
-#[derive(Debug, Clone)]
-enum Items {
-    Schema(usize),
-    Array(Vec<usize>),
-}
-
-#[derive(Debug)]
-enum Dependency {
-    Schema(usize),
-    Property,
-}
-
-#[derive(Debug)]
-struct Pattern {
-    source: String,
-    regex: Result<Regex, String>,
-}
-
-/// One schema node, structural or under a junctor. Everything kube's
-/// `JSONSchemaProps` holds that matters here; keyword presence is kept where kube's
-/// behaviour depends on it.
-#[derive(Debug, Default)]
-struct NodeData {
-    // Generic.
-    type_: String,
-    description: Option<String>,
-    title: Option<String>,
-    default: Option<Value>,
-    nullable: bool,
-    // Value validation.
-    format: String,
-    format_kind: Option<StrFormat>,
-    maximum: Option<f64>,
-    exclusive_maximum: bool,
-    minimum: Option<f64>,
-    exclusive_minimum: bool,
-    max_length: Option<i64>,
-    min_length: Option<i64>,
-    pattern: Option<Pattern>,
-    max_items: Option<i64>,
-    min_items: Option<i64>,
-    unique_items: bool,
-    multiple_of: Option<f64>,
-    enum_: Option<Vec<Value>>,
-    max_properties: Option<i64>,
-    min_properties: Option<i64>,
-    required: Option<Vec<String>>,
-    all_of: Option<Vec<usize>>,
-    one_of: Option<Vec<usize>>,
-    any_of: Option<Vec<usize>>,
-    not: Option<usize>,
-    // Structure.
-    items: Option<Items>,
-    properties: Option<Vec<(String, usize)>>,
-    additional_properties: Option<SchemaOrBool>,
-    // Unsupported by CRDs.
-    id: String,
-    schema_url: String,
-    ref_: Option<String>,
-    pattern_properties: Option<Vec<(String, usize)>>,
-    definitions: Option<Vec<(String, usize)>>,
-    dependencies: Option<Vec<(String, Dependency)>>,
-    additional_items: Option<SchemaOrBool>,
-    // Extensions.
-    x_preserve_unknown_fields: Option<bool>,
-    x_embedded_resource: bool,
-    x_int_or_string: bool,
-    x_list_map_keys: Vec<String>,
-    x_list_map_keys_set: bool,
-    x_list_type: Option<String>,
-    x_map_type: Option<String>,
-    x_validations: Vec<Value>,
-    // Derived: whether this structural subtree has embedded resources / set or map lists /
-    // `default`s.
-    sub_embedded: bool,
-    sub_list_set_or_map: bool,
-    sub_default: bool,
-}
-
-impl NodeData {
-    fn property(&self, name: &str) -> Option<usize> {
-        let props = self.properties.as_ref()?;
-        props
-            .binary_search_by(|(k, _)| k.as_str().cmp(name))
-            .ok()
-            .map(|i| props[i].1)
-    }
-
-    fn has_properties(&self) -> bool {
-        self.properties.as_ref().is_some_and(|p| !p.is_empty())
-    }
-
-    fn props(&self) -> &[(String, usize)] {
-        self.properties.as_deref().unwrap_or(&[])
-    }
-
-    fn preserves(&self) -> bool {
-        self.x_preserve_unknown_fields == Some(true)
-    }
-
-    fn items_schema(&self) -> Option<usize> {
-        match self.items {
-            Some(Items::Schema(id)) => Some(id),
-            _ => None,
-        }
-    }
-
-    fn additional_schema(&self) -> Option<usize> {
-        match self.additional_properties {
-            Some(SchemaOrBool::Schema(id)) => Some(id),
-            _ => None,
-        }
-    }
-
-    fn all_of(&self) -> &[usize] {
-        self.all_of.as_deref().unwrap_or(&[])
-    }
-
-    fn any_of(&self) -> &[usize] {
-        self.any_of.as_deref().unwrap_or(&[])
-    }
-
-    fn one_of(&self) -> &[usize] {
-        self.one_of.as_deref().unwrap_or(&[])
-    }
-}
-
-fn schema_of(ap: SchemaOrBool) -> Option<usize> {
-    match ap {
-        SchemaOrBool::Schema(id) => Some(id),
-        SchemaOrBool::Bool(_) => None,
-    }
-}
-
-// =============================================================================================
-// Field paths (k8s.io/apimachinery field.Path notation) and errors
-// =============================================================================================
-
-fn map_key(path: &str, key: &str) -> String {
-    format!("{path}[{key}]")
-}
-
-fn opt_child(path: Option<&str>, name: &str) -> String {
-    match path {
-        Some(p) => child(p, name),
-        None => name.to_owned(),
-    }
-}
-
-fn opt_key(path: Option<&str>, key: &str) -> String {
-    format!("{}[{key}]", path.unwrap_or(""))
-}
-
-fn opt_index(path: Option<&str>, i: usize) -> String {
-    format!("{}[{i}]", path.unwrap_or(""))
-}
-
-/// `Required(<path>.type, detail)` when the type is empty, else `Invalid(<path>.type, …)`.
-fn type_mismatch(path: &str, type_: &str, detail: &str) -> FieldError {
-    if type_.is_empty() {
-        FieldError::required(child(path, "type"), detail)
-    } else {
-        FieldError::invalid(child(path, "type"), type_, detail)
-    }
-}
-
-// =============================================================================================
-// Go compatibility: number and value formatting
-// =============================================================================================
-
-/// A float as a JSON number (integral values as integers, as Go prints them).
-fn float_value(f: f64) -> Value {
-    if f.fract() == 0.0 && f.abs() < 1e15 {
-        Value::from(f as i64)
-    } else {
-        serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)
-    }
-}
-
-/// A bad value as `field.Error` prints it: `null` as the string `"null"`, integral floats
-/// without a fraction.
-fn go_bad_value(v: &Value) -> Value {
-    match v {
-        Value::Null => Value::from("null"),
-        Value::Number(n) if n.as_i64().is_none() && n.as_u64().is_none() => {
-            float_value(n.as_f64().unwrap_or(0.0))
-        }
-        other => other.clone(),
-    }
-}
-
-/// Go's `%v` of a decoded JSON value.
-fn go_sprint(v: &Value) -> String {
-    match v {
-        Value::Null => "<nil>".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => i.to_string(),
-            None => go_float(n.as_f64().unwrap_or(0.0)),
-        },
-        Value::String(s) => s.clone(),
-        Value::Array(items) => {
-            let parts: Vec<String> = items.iter().map(go_sprint).collect();
-            format!("[{}]", parts.join(" "))
-        }
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            let parts: Vec<String> = keys
-                .iter()
-                .map(|k| format!("{k}:{}", m.get(*k).map_or_else(String::new, go_sprint)))
-                .collect();
-            format!("map[{}]", parts.join(" "))
-        }
     }
 }
 

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::formats::StrFormat;
-use super::{Dependency, Items, NodeData, Pattern, SchemaOrBool, map_key};
+use super::model::{Dependency, Items, NodeData, Pattern, SchemaOrBool, map_key};
 use crate::validation::{FieldError, child, index};
 
 #[derive(Default)]

@@ -6,8 +6,8 @@
 use serde_json::Value;
 
 use super::defaulting::validate_defaults;
+use super::model::{Dependency, Inner, Items, NodeData, SchemaOrBool, map_key, type_mismatch};
 use super::structure::{Level, StructuralChecks, new_structural_error};
-use super::{Dependency, Inner, Items, NodeData, SchemaOrBool, map_key, type_mismatch};
 use crate::validation::{FieldError, child, index};
 
 /// `validateCustomResourceDefinitionValidation` for a v1 CRD version's schema: root

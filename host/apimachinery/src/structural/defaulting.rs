@@ -4,10 +4,10 @@
 
 use serde_json::{Map, Value};
 
+use super::model::{NodeData, map_key, schema_of};
 use super::objectmeta::validate_embedded;
 use super::pruning::Pruner;
 use super::validation::{Mode, Validator};
-use super::{NodeData, map_key, schema_of};
 use crate::validation::{FieldError, child};
 
 fn field_schema(nodes: &[NodeData], s: Option<usize>, k: &str) -> Option<usize> {

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{NodeData, go_bad_value, opt_child, opt_key};
+use super::model::{NodeData, go_bad_value, opt_child, opt_key};
 use crate::gofmt::go_json;
 use crate::validation::{FieldError, index};
 

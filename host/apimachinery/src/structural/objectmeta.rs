@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{NodeData, go_bad_value, opt_child, opt_index, opt_key, schema_of};
+use super::model::{NodeData, go_bad_value, opt_child, opt_index, opt_key, schema_of};
 use crate::schema::json_kind;
 use crate::validation::{FieldError, go_quote, is_dns1035_label, validate_object_meta};
 

@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value};
 
+use super::model::{Inner, NodeData, SchemaOrBool, float_value};
 use super::structure::StructuralChecks;
-use super::{Inner, NodeData, SchemaOrBool, float_value};
 
 const OBJECT_META_DEFINITION: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 const METADATA_DESCRIPTION: &str = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";

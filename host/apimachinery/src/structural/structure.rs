@@ -2,7 +2,7 @@
 //! `ValidateStructural` (`pkg/apiserver/schema/validation.go`, `complete.go`), the invariants
 //! of structural schemas and the completeness of value validations under junctors.
 
-use super::{Items, NodeData, SchemaOrBool, map_key, type_mismatch};
+use super::model::{Items, NodeData, SchemaOrBool, map_key, type_mismatch};
 use crate::validation::{FieldError, child, index};
 
 /// `NewStructural`'s conversion errors (`validateUnsupportedFields` and friends), in its

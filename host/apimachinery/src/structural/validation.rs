@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use super::{NodeData, SchemaOrBool, float_value, go_bad_value, go_sprint};
+use super::model::{NodeData, SchemaOrBool, float_value, go_bad_value, go_sprint};
 use crate::gofmt::{go_float, go_json};
 use crate::validation::{FieldError, child, go_quote};
 
@@ -806,7 +806,7 @@ fn to_field_errors(errors: Vec<OErr>, prefix: Option<&str>) -> Vec<FieldError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Pattern;
+    use super::super::model::Pattern;
     use super::*;
     use crate::structural::test_util::*;
     use regex::Regex;

@@ -1,9 +1,9 @@
 //! `k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1` (apiextensions.k8s.io/v1): field numbers and types from its `generated.proto`, JSON names and
 //! pointer-ness from its Go types.
 
-use super::Shape;
 use super::meta;
-use super::{Emit::*, Kind, Message, field};
+use super::model::Shape;
+use super::model::{Emit::*, Kind, Message, field};
 
 /// `CustomResourceDefinition`.
 pub(crate) static CUSTOM_RESOURCE_DEFINITION: Message = Message::new(

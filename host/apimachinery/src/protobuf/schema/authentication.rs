@@ -1,9 +1,9 @@
 //! `k8s.io/api/authentication/v1` (authentication.k8s.io/v1): field numbers and types from its `generated.proto`, JSON names and
 //! pointer-ness from its Go types.
 
-use super::STRING_LIST;
 use super::meta;
-use super::{Emit::*, Kind, Message, field};
+use super::model::STRING_LIST;
+use super::model::{Emit::*, Kind, Message, field};
 
 /// `TokenRequest`.
 pub(crate) static TOKEN_REQUEST: Message = Message::new(

@@ -2,7 +2,7 @@
 //! pointer-ness from its Go types.
 
 use super::meta;
-use super::{Emit::*, Kind, Message, field};
+use super::model::{Emit::*, Kind, Message, field};
 
 /// `Scale`.
 pub(crate) static SCALE: Message = Message::new(

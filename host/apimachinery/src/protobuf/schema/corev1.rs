@@ -2,7 +2,7 @@
 //! pointer-ness from its Go types.
 
 use super::meta;
-use super::{Emit::*, Kind, Message, field};
+use super::model::{Emit::*, Kind, Message, field};
 
 /// `ConfigMap`.
 pub(crate) static CONFIG_MAP: Message = Message::new(

@@ -3,7 +3,7 @@
 
 use super::corev1;
 use super::meta;
-use super::{Emit::*, Kind, Message, field};
+use super::model::{Emit::*, Kind, Message, field};
 
 /// `Event`.
 pub(crate) static EVENT: Message = Message::new(

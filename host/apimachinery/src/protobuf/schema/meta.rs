@@ -1,7 +1,7 @@
 //! `k8s.io/apimachinery/pkg/apis/meta/v1` (meta.k8s.io/v1 and the metadata every object carries): field numbers and types from its `generated.proto`, JSON names and
 //! pointer-ness from its Go types.
 
-use super::{Emit::*, Kind, Message, field};
+use super::model::{Emit::*, Kind, Message, field};
 
 /// `ObjectMeta`.
 pub(crate) static OBJECT_META: Message = Message::new(
