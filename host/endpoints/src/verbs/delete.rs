@@ -69,7 +69,7 @@ pub(super) fn delete_options(ctx: &Ctx, body: &Bytes) -> ApiResult<DeleteOptions
 }
 
 /// Deletes one object, retrying on conflicts unless the client gave preconditions.
-/// `presenter` is the request's [`Ctx::presenter`].
+/// `presenter` is the request's `Kind::presenter`.
 pub(super) async fn delete_one(
     ctx: &Ctx,
     presenter: Option<&Presenter>,
