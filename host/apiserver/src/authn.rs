@@ -2,8 +2,9 @@
 //! ServiceAccount token this cluster signed, whose account still exists. The stack
 //! authenticates a request's own token with it; a `TokenReview` asks it about any token.
 
+use crate::User;
 use crate::error::{ApiError, ApiResult};
-use crate::{Inner, User};
+use crate::inner::Inner;
 
 /// What the gateway's token authenticators make of a bearer token (kube's bearer-token
 /// authenticator over its token union): the request's own token, or a `TokenReview`'s.

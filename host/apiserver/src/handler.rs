@@ -17,9 +17,10 @@ use wasmgate_apimachinery::status::Status;
 use crate::body::{Body, discard_body, read_body, within_body_timeout};
 use crate::error::{ApiError, ApiResult};
 use crate::health::{self, Check};
+use crate::inner::Inner;
 use crate::request::Call;
 use crate::response::{bytes_response, header_str};
-use crate::{Inner, discovery, version};
+use crate::{discovery, version};
 
 fn json_value_response(v: &Value) -> Response<Body> {
     bytes_response(

@@ -12,8 +12,9 @@ use wasmgate_controllers::Context;
 use wasmgate_registry::Registry;
 use wasmgate_storage::Store;
 
+use crate::User;
 use crate::client::{Answer, Client};
-use crate::{Inner, User};
+use crate::inner::Inner;
 
 impl Client for Inner {
     fn call<'a>(

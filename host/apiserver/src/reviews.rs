@@ -14,11 +14,12 @@ use wasmgate_apimachinery::media;
 use wasmgate_apimachinery::request_info::{ResourceRequest, Verb};
 use wasmgate_apimachinery::status::Status;
 
+use crate::User;
 use crate::authn::TokenAuth;
 use crate::body::Body;
 use crate::error::ApiResult;
+use crate::inner::Inner;
 use crate::rbac::{self, Attributes, ResourceAttributes};
-use crate::{Inner, User};
 
 /// Whether `r` names a review resource.
 pub(crate) fn is_review(r: &ResourceRequest) -> bool {

@@ -44,9 +44,10 @@ use wasmgate_apimachinery::status::Status;
 use crate::body::{self, Body};
 use crate::error::{ApiError, ApiResult};
 use crate::handler;
+use crate::inner::Inner;
 use crate::request::Call;
 use crate::response::{GZIP_MIN_BYTES, accepts_gzip, header_str};
-use crate::{Inner, User, rbac};
+use crate::{User, rbac};
 
 /// Paths anyone may read, without credentials (kube's `system:public-info-viewer`).
 fn is_public(path: &str) -> bool {
@@ -165,7 +166,7 @@ where
 /// The request-metrics series of `call` (see [`crate::metrics::requests`]): only for what the registry
 /// serves, asked the first time a label set is seen.
 fn request_series(
-    inner: &crate::Inner,
+    inner: &Inner,
     call: &Call,
     headers: &http::HeaderMap,
 ) -> Option<crate::metrics::requests::SeriesId> {

@@ -41,7 +41,6 @@ pub(crate) use crate::kinds::Obj;
 use crate::object::meta;
 pub(crate) use crate::verbs::negotiation::Negotiated;
 pub(crate) use crate::verbs::protobuf_response::serves_protobuf;
-
 pub(crate) use filter::Filter;
 pub(crate) use request::Ctx;
 pub(crate) use respond::encode_json;

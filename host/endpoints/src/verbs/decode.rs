@@ -10,10 +10,9 @@ use wasmgate_apimachinery::options::FieldValidation;
 use wasmgate_apimachinery::protobuf;
 use wasmgate_apimachinery::status::Status;
 
+use super::Ctx;
 use crate::error::ApiResult;
 use crate::response::header_str;
-
-use super::Ctx;
 
 impl Ctx {
     /// Decodes a request body of a create or update.

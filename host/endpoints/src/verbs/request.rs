@@ -10,13 +10,12 @@ use wasmgate_apimachinery::request_info::ResourceRequest;
 use wasmgate_apimachinery::status::{Status, Target};
 use wasmgate_storage::ReadAt;
 
+use super::Negotiated;
 use crate::error::{ApiError, ApiResult, storage_error};
 use crate::kinds::Kind;
 use crate::registry::ResourceType;
 use crate::response::header_str;
 use crate::{Context, User};
-
-use super::Negotiated;
 
 /// Everything a verb needs about its request.
 pub(crate) struct Ctx {

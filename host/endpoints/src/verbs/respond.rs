@@ -9,13 +9,12 @@ use wasmgate_apimachinery::media::{Encoding, Output};
 use wasmgate_apimachinery::status::Status;
 use wasmgate_apimachinery::table;
 
+use super::{Ctx, protobuf_response};
 use crate::body::Body;
 use crate::error::ApiResult;
 use crate::kinds::Obj;
 use crate::object::{meta, meta_str};
 use crate::response::bytes_response as response;
-
-use super::{Ctx, protobuf_response};
 
 impl Ctx {
     /// Renders one object.
