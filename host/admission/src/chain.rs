@@ -102,7 +102,7 @@ struct PolicyTarget {
 /// Why admission stopped a request: the outcomes kube-apiserver tells apart, each mapped
 /// to its `Status` in one place ([`AdmissionError::status`]).
 #[derive(Debug)]
-pub enum AdmissionError {
+pub(crate) enum AdmissionError {
     /// A plugin said no.
     Denied(Box<Denial>),
     /// A plugin failed (trap, timeout, out of memory, malformed result, too large) under
@@ -124,7 +124,7 @@ pub enum AdmissionError {
 /// A plugin's denial: its own Status when it gave one; `object` (name, group, kind) names
 /// what was denied (`Status.details`, as kubectl words its message).
 #[derive(Debug)]
-pub struct Denial {
+pub(crate) struct Denial {
     plugin: String,
     status: Option<wit::Status>,
     object: (String, String, String),
@@ -144,7 +144,7 @@ impl AdmissionError {
     }
 
     /// What the client gets.
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         match self {
             AdmissionError::Webhook(s) => (**s).clone(),
             AdmissionError::Denied(d) => {

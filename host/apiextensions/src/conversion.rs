@@ -25,7 +25,7 @@ pub struct Versions {
     /// `group/version` the objects are stored at.
     storage: String,
     /// The storage version alone.
-    pub storage_version: String,
+    storage_version: String,
     converter: Option<Converter>,
 }
 
