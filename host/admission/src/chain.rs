@@ -239,15 +239,7 @@ fn denial_status(plugin: &str, st: Option<&wit::Status>) -> Status {
         _ => msg = format!("{msg}: [{}]", causes.join(", ")),
     }
     let mut s = Status::failure(code, reason, msg);
-    s.details.causes = st
-        .causes
-        .iter()
-        .map(|c| StatusCause {
-            reason: c.reason.clone(),
-            message: c.message.clone(),
-            field: c.field.clone(),
-        })
-        .collect();
+    s.details.causes = webhooks::call::causes_of(&st.causes);
     s
 }
 
@@ -306,11 +298,11 @@ pub fn configured(server: &dyn crate::Context, group: &str) -> bool {
 impl Admission {
     /// The admission of a write; `None` when no plugin, webhook or policy applies to it.
     /// `storage`: how the object reaches the storage version, when the request is at
-    /// another.
+    /// another; asked only when a plugin admits the write.
     pub async fn new(
         server: Arc<dyn crate::Context>,
         attrs: &Attributes<'_>,
-        storage: Option<Box<dyn VersionConverter>>,
+        storage: impl FnOnce() -> Option<Box<dyn VersionConverter>> + Send,
     ) -> ApiResult<Option<Admission>> {
         if !configured(&*server, attrs.group) {
             return Ok(None);
@@ -425,8 +417,10 @@ impl Admission {
             dry_run: attrs.dry_run,
             options: None,
         };
-        let hub = match storage {
-            Some(versions) if !bindings.is_empty() => {
+        // Plugins see the storage version; webhooks and policies the request's.
+        let versions = if bindings.is_empty() { None } else { storage() };
+        let hub = match versions {
+            Some(versions) => {
                 let mut req = req.clone();
                 req.kind.version = versions.storage_version().to_owned();
                 req.resource.version = versions.storage_version().to_owned();
@@ -441,7 +435,7 @@ impl Admission {
                     converted: None,
                 })
             }
-            _ => None,
+            None => None,
         };
         let policy_target = PolicyTarget {
             resource: if attrs.group.is_empty() {

@@ -26,11 +26,7 @@ pub const PREFIX: &str = "apiextensions.k8s.io/customresourcedefinitions//";
 /// The CRD controller.
 pub async fn run(inner: Weak<dyn Context>) {
     crate::controllers::run(inner, "customresourcedefinitions", PREFIX, |i| async move {
-        let revision = sync(&i).await?;
-        Ok(Reconciled {
-            pending: false,
-            revision,
-        })
+        sync(&i).await.map(Reconciled::settled)
     })
     .await;
 }
@@ -142,7 +138,14 @@ async fn establish(
     served: Result<(), String>,
 ) -> Result<(), String> {
     let mut new = crd.clone();
-    match served {
+    let names_accepted = condition(
+        "NamesAccepted",
+        "True",
+        "NoConflicts",
+        "no conflicts found",
+        &crd,
+    );
+    let established = match served {
         Ok(()) => {
             let names = crd
                 .get("spec")
@@ -150,36 +153,17 @@ async fn establish(
                 .cloned()
                 .unwrap_or(json!({}));
             new["status"]["acceptedNames"] = names;
-            new["status"]["conditions"] = json!([
-                condition(
-                    "NamesAccepted",
-                    "True",
-                    "NoConflicts",
-                    "no conflicts found",
-                    &crd
-                ),
-                condition(
-                    "Established",
-                    "True",
-                    "InitialNamesAccepted",
-                    "the initial names have been accepted",
-                    &crd
-                ),
-            ]);
+            condition(
+                "Established",
+                "True",
+                "InitialNamesAccepted",
+                "the initial names have been accepted",
+                &crd,
+            )
         }
-        Err(e) => {
-            new["status"]["conditions"] = json!([
-                condition(
-                    "NamesAccepted",
-                    "True",
-                    "NoConflicts",
-                    "no conflicts found",
-                    &crd
-                ),
-                condition("Established", "False", "NotServable", &e, &crd),
-            ]);
-        }
-    }
+        Err(e) => condition("Established", "False", "NotServable", &e, &crd),
+    };
+    new["status"]["conditions"] = json!([names_accepted, established]);
     write_status(inner, rev, &crd, new).await.map(drop)
 }
 

@@ -18,6 +18,16 @@ pub struct Reconciled {
     pub revision: u64,
 }
 
+impl Reconciled {
+    /// A pass that left nothing pending (a controller that rebuilds an index).
+    pub fn settled(revision: u64) -> Reconciled {
+        Reconciled {
+            pending: false,
+            revision,
+        }
+    }
+}
+
 /// Runs `reconcile` for the keys under `prefix`, as described above.
 pub async fn run<C, F, Fut>(inner: Weak<C>, name: &'static str, prefix: &'static str, reconcile: F)
 where

@@ -79,16 +79,7 @@ pub fn prepare_for_update(
             copy_field(new, old, "status");
         }
         (Some(Builtin::Namespace), Some("status")) => {
-            let status = new.get("status").cloned();
-            *new = old.clone();
-            match status {
-                Some(s) => new["status"] = s,
-                None => {
-                    if let Some(m) = new.as_object_mut() {
-                        m.remove("status");
-                    }
-                }
-            }
+            status_only(new, old);
         }
         (Some(Builtin::Namespace), Some("finalize")) => {
             let finalizers = new.get("spec").and_then(|s| s.get("finalizers")).cloned();
@@ -118,21 +109,26 @@ pub fn prepare_for_update(
         }
         (Some(Builtin::ApiService), None) => copy_field(new, old, "status"),
         (Some(Builtin::ValidatingAdmissionPolicy | Builtin::ApiService), Some("status")) => {
-            let status = new.get("status").cloned();
-            *new = old.clone();
-            match status {
-                Some(s) => new["status"] = s,
-                None => {
-                    if let Some(m) = new.as_object_mut() {
-                        m.remove("status");
-                    }
-                }
-            }
+            status_only(new, old);
         }
         (Some(Builtin::ValidatingAdmissionPolicyBinding), _) => {
             crate::policies::set_binding_defaults(new);
         }
         _ => {}
+    }
+}
+
+/// An update of the `status` subresource: the stored object with the new status.
+fn status_only(new: &mut Value, old: &Value) {
+    let status = new.get("status").cloned();
+    *new = old.clone();
+    match status {
+        Some(s) => new["status"] = s,
+        None => {
+            if let Some(m) = new.as_object_mut() {
+                m.remove("status");
+            }
+        }
     }
 }
 

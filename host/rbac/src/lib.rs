@@ -462,11 +462,7 @@ pub async fn sync(inner: &dyn Context) -> Result<u64, String> {
 /// Keeps the index current.
 pub async fn run(inner: Weak<dyn Context>) {
     crate::controller::run(inner, "rbac", PREFIX, |i| async move {
-        let revision = sync(&i).await?;
-        Ok(crate::controller::Reconciled {
-            pending: false,
-            revision,
-        })
+        sync(&i).await.map(crate::controller::Reconciled::settled)
     })
     .await;
 }

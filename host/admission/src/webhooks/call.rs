@@ -77,15 +77,20 @@ pub fn denial_status(hook: &Webhook, status: Option<&wit::Status>) -> Status {
         format!("{denied} without explanation")
     };
     let mut s = Status::failure(code.max(400), reason, message);
-    s.details.causes = causes
+    s.details.causes = causes_of(causes);
+    s
+}
+
+/// A webhook's or a plugin's causes, as the `Status` a client gets lists them.
+pub(crate) fn causes_of(causes: &[wit::StatusCause]) -> Vec<StatusCause> {
+    causes
         .iter()
         .map(|c| StatusCause {
             reason: c.reason.clone(),
             message: c.message.clone(),
             field: c.field.clone(),
         })
-        .collect();
-    s
+        .collect()
 }
 
 /// The `AdmissionReview` request for `req` (whose `object` and `old_object` are JSON).

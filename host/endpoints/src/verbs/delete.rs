@@ -13,7 +13,7 @@ use wasmgate_apimachinery::options::{
     FINALIZER_ORPHAN_DEPENDENTS as ORPHAN, PropagationPolicy,
 };
 use wasmgate_apimachinery::status::{Status, Target};
-use wasmgate_storage::{Precondition, ReadAt, StorageError, Write, WriteOp};
+use wasmgate_storage::{Precondition, StorageError, Write, WriteOp};
 
 use super::{Ctx, Obj};
 use crate::body::Body;
@@ -88,13 +88,7 @@ pub(super) async fn delete_one(
         .as_ref()
         .is_some_and(|p| p.uid.is_some() || p.resource_version.is_some());
     for _ in 0..64 {
-        let (_, cur) = ctx
-            .inner
-            .store()
-            .get(&key, ReadAt::Latest)
-            .await
-            .map_err(|e| storage_error(e, target))?;
-        let cur = cur.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
+        let cur = ctx.read_latest_at(&key, target).await?;
         let mut obj = object::from_stored(&cur.value).map_err(ApiError::internal)?;
         check_preconditions(target, opts, &obj)?;
         ctx.admit_delete(&obj, dry).await?;

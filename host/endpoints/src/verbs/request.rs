@@ -78,11 +78,20 @@ impl Ctx {
 
     /// The stored object `name` at the latest revision, or 404.
     pub(crate) async fn read_latest(&self, name: &str) -> ApiResult<wasmgate_storage::Versioned> {
-        let target = self.target(name);
+        self.read_latest_at(&self.key(name), self.target(name))
+            .await
+    }
+
+    /// The object stored at `key` at the latest revision, or 404 naming `target`.
+    pub(crate) async fn read_latest_at(
+        &self,
+        key: &str,
+        target: Target<'_>,
+    ) -> ApiResult<wasmgate_storage::Versioned> {
         let (_, found) = self
             .inner
             .store()
-            .get(&self.key(name), ReadAt::Latest)
+            .get(key, ReadAt::Latest)
             .await
             .map_err(|e| storage_error(e, target))?;
         found.ok_or_else(|| ApiError::from(Status::not_found(target)))

@@ -8,7 +8,7 @@ use wasmgate_admission::chain::{self, Admission, Change};
 use wasmgate_apimachinery::options::FieldValidation;
 use wasmgate_apimachinery::status::{Status, Target};
 use wasmgate_apimachinery::validation::{self as v, FieldError};
-use wasmgate_storage::{Precondition, ReadAt, Write, WriteOp};
+use wasmgate_storage::{Precondition, Write, WriteOp};
 
 use super::{Ctx, managed};
 use crate::error::{ApiError, ApiResult, storage_error};
@@ -34,15 +34,7 @@ impl Ctx {
             resource: "namespaces",
             name: ns,
         };
-        let (_, found) = self
-            .inner
-            .store()
-            .get(&key, ReadAt::Latest)
-            .await
-            .map_err(|e| storage_error(e, ns_target))?;
-        let Some(found) = found else {
-            return Err(Status::not_found(ns_target).into());
-        };
+        let found = self.read_latest_at(&key, ns_target).await?;
         let nsobj = object::from_stored(&found.value).map_err(ApiError::internal)?;
         if object::is_deleting(&nsobj) {
             let mut s = Status::forbidden(
@@ -129,13 +121,7 @@ impl Ctx {
         let target = self.target(name);
         let presenter = self.kind().presenter();
         for _ in 0..64 {
-            let (_, cur) = self
-                .inner
-                .store()
-                .get(&key, ReadAt::Latest)
-                .await
-                .map_err(|e| storage_error(e, target))?;
-            let cur = cur.ok_or_else(|| ApiError::from(Status::not_found(target)))?;
+            let cur = self.read_latest_at(&key, target).await?;
             let mut cur_obj = object::from_stored(&cur.value).map_err(ApiError::internal)?;
             // At the storage version, when the request is at another one and plugins may
             // see it (else admission converts what the request's version shows).
@@ -417,9 +403,6 @@ impl Ctx {
         old_stored: Option<&Value>,
         dry_run: bool,
     ) -> ApiResult<Option<Admission>> {
-        if !chain::configured(&*self.inner, &self.rt.group) {
-            return Ok(None);
-        }
         let attrs = chain::Attributes {
             group: &self.rt.group,
             version: &self.req.version,
@@ -437,10 +420,11 @@ impl Ctx {
             user: &self.user,
             dry_run,
         };
-        let storage = self
-            .kind()
-            .versions()
-            .map(|v| Box::new(v) as Box<dyn chain::VersionConverter>);
+        let storage = || {
+            self.kind()
+                .versions()
+                .map(|v| Box::new(v) as Box<dyn chain::VersionConverter>)
+        };
         Admission::new(self.inner.clone(), &attrs, storage).await
     }
 
