@@ -48,6 +48,10 @@ impl Engine for Switched {
         self.check()?;
         self.inner.begin().await
     }
+    async fn allocate(&self, n: u64) -> Result<u64, EngineError> {
+        self.check()?;
+        self.inner.allocate(n).await
+    }
 }
 
 fn cm(name: &str) -> serde_json::Value {
@@ -167,6 +171,9 @@ impl Engine for Contended {
             inner: self.inner.begin().await?,
             contended: self.contended.clone(),
         }))
+    }
+    async fn allocate(&self, n: u64) -> Result<u64, EngineError> {
+        self.inner.allocate(n).await
     }
 }
 

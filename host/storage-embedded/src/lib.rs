@@ -33,7 +33,7 @@ mod wal;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use bytes::Bytes;
 use redb::{
@@ -184,6 +184,66 @@ pub struct EmbeddedEngine {
     /// Which keys recent commits wrote, for the conflict check of the transactions open
     /// meanwhile.
     conflicts: Arc<std::sync::Mutex<Conflicts>>,
+    /// The next revision to hand out ([`Engine::allocate`]): counted in memory, since only
+    /// this process opens the database; recovered from the change log at open
+    /// ([`settle_revisions`]).
+    next: Arc<AtomicU64>,
+}
+
+/// Run when the engine opens, before anyone can write: every revision handed out before
+/// the engine closed (or crashed) is final now. Marks the ones that never got a log entry
+/// skipped, records the last as resolved in the hint `m/rev`, and returns the next
+/// revision to hand out (past every revision the log, the hint or the compaction horizon
+/// names).
+fn settle_revisions(w: &redb::WriteTransaction) -> Result<u64, EngineError> {
+    let mut t = w.open_table(TABLE).map_err(EngineError::other)?;
+    let read = |t: &redb::Table<&[u8], &[u8]>, key: &[u8]| -> Result<u64, EngineError> {
+        let v = t
+            .get(key)
+            .map_err(EngineError::other)?
+            .map(|v| Bytes::copy_from_slice(v.value()));
+        keys::decode_u64(key, v.as_ref()).map_err(EngineError::other)
+    };
+    let hint = read(&t, keys::META_REV)?;
+    let compacted = read(&t, keys::META_COMPACTED)?;
+    let from = hint.max(compacted);
+    let (start, end) = keys::log_range(from, u64::MAX - 1);
+    let mut present = Vec::new();
+    for item in t
+        .range::<&[u8]>(start.as_slice()..end.as_slice())
+        .map_err(EngineError::other)?
+    {
+        let (k, v) = item.map_err(EngineError::other)?;
+        let rev = keys::parse_log_key(k.value()).map_err(EngineError::other)?;
+        let entry = keys::decode_log(k.value(), v.value()).map_err(EngineError::other)?;
+        present.push((rev, entry.skipped_until().unwrap_or(rev).max(rev)));
+    }
+    let mut at = from;
+    let mut skipped = Vec::new();
+    for (rev, end) in present {
+        if rev > at + 1 {
+            skipped.push((at + 1, rev - 1));
+        }
+        at = at.max(end);
+    }
+    for &(first, last) in &skipped {
+        t.insert(
+            keys::log(first).as_slice(),
+            keys::encode_skip(last).as_ref(),
+        )
+        .map_err(EngineError::other)?;
+    }
+    if !skipped.is_empty() {
+        tracing::warn!(
+            revisions = skipped.iter().map(|(f, l)| l - f + 1).sum::<u64>(),
+            "revisions handed out and never written before the last stop: marked skipped"
+        );
+    }
+    if at > hint {
+        t.insert(keys::META_REV, keys::encode_u64(at).as_ref())
+            .map_err(EngineError::other)?;
+    }
+    Ok(at + 1)
 }
 
 /// The commits a still-open transaction may conflict with. A transaction begins at the
@@ -350,8 +410,10 @@ impl EmbeddedEngine {
                 .map_or(0, |v| v.value())
         };
         let mut repaired = None;
+        let next;
         let wal = match wal {
             None => {
+                next = settle_revisions(&w)?;
                 w.commit().map_err(EngineError::other)?;
                 None
             }
@@ -404,12 +466,19 @@ impl EmbeddedEngine {
                         if recovery == Recovery::Refuse {
                             return Err(EngineError::other(DamagedLog(dropped)));
                         }
-                        // Every revision a dropped record handed out stays used.
+                        // Every revision a dropped record handed out stays used: the log
+                        // entries it wrote, and the hint it may have written.
                         let floor = damage
                             .later
                             .iter()
-                            .filter_map(|(_, writes)| writes.get(keys::META_REV)?.clone())
-                            .filter_map(|v| keys::decode_u64(keys::META_REV, Some(&v)).ok())
+                            .flat_map(|(_, writes)| writes.iter())
+                            .filter_map(|(k, v)| {
+                                if k.as_slice() == keys::META_REV {
+                                    keys::decode_u64(keys::META_REV, v.as_ref()).ok()
+                                } else {
+                                    keys::parse_log_key(k).ok()
+                                }
+                            })
                             .max()
                             .unwrap_or(0);
                         let mut t = w.open_table(TABLE).map_err(EngineError::other)?;
@@ -442,6 +511,7 @@ impl EmbeddedEngine {
                         });
                     }
                 }
+                next = settle_revisions(&w)?;
                 w.commit().map_err(EngineError::other)?;
                 if replayed > 0 {
                     tracing::warn!(
@@ -462,6 +532,7 @@ impl EmbeddedEngine {
             }),
             writer: Arc::new(Mutex::new(())),
             conflicts: Default::default(),
+            next: Arc::new(AtomicU64::new(next)),
         };
         Ok((engine, repaired))
     }
@@ -778,6 +849,11 @@ impl Engine for EmbeddedEngine {
         true
     }
 
+    async fn allocate(&self, n: u64) -> Result<u64, EngineError> {
+        self.inner.usable()?;
+        Ok(self.next.fetch_add(n.max(1), Ordering::Relaxed))
+    }
+
     async fn snapshot(&self) -> Result<Box<dyn Snapshot>, EngineError> {
         Ok(Box::new(RedbSnapshot {
             table: self.read_table()?,
@@ -986,6 +1062,38 @@ mod tests {
         let log = std::fs::read(a.join("store.wal")).unwrap();
         drop(e);
         (log, offsets)
+    }
+
+    /// Issue 28: what an open finds of the revisions handed out before the stop is final,
+    /// as no one can write them any more: those never written are marked skipped in the
+    /// change log, the hint `m/rev` names the last, and the count goes on after it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_open_settles_the_revisions_handed_out_before() {
+        let (a, _) = dirs("settle");
+        {
+            let e = open(&a);
+            assert_eq!(e.allocate(2).await.unwrap(), 1);
+            assert_eq!(e.allocate(3).await.unwrap(), 3);
+            // The second batch committed (a write at 3, 4 and 5 skipped); the first never.
+            let mut t = e.begin().await.unwrap();
+            t.put(keys::log(3), keys::encode_log(keys::TAG_PUT, 0, "g/r/n/a"));
+            t.put(keys::log(4), keys::encode_skip(5));
+            t.commit().await.unwrap();
+        }
+        let e = open(&a);
+        let l1 = e
+            .snapshot()
+            .await
+            .unwrap()
+            .get(&keys::log(1))
+            .await
+            .unwrap();
+        let l1 = keys::decode_log(b"l/1", &l1.unwrap()).unwrap();
+        assert_eq!(l1.skipped_until(), Some(2));
+        assert_eq!(rev(&e).await, 5);
+        assert_eq!(e.allocate(1).await.unwrap(), 6);
+        drop(e);
+        std::fs::remove_dir_all(a.parent().unwrap()).unwrap();
     }
 
     async fn rev(e: &EmbeddedEngine) -> u64 {

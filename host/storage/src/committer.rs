@@ -6,15 +6,17 @@
 //! one fsync for many writes (group commit). After the commit it publishes the events to
 //! the watch hub in revision order and answers the writers.
 //!
-//! Revisions are allocated through `m/rev` inside the transaction, so several processes
-//! sharing one engine (replicas over TiKV) conflict on it when they commit at the same
-//! moment: the loser retries its batch with jittered exponential backoff, taking in the
-//! writes queued meanwhile, for up to [`CONFLICT_RETRY_BUDGET`]; only then do its writes
-//! fail, with [`StorageError::Contended`] (issue 28). One counter is what keeps every
-//! revision unique and every watch in revision order across replicas: ranges of revisions
-//! handed to each replica would let replica B commit revision 1001 before replica A
-//! commits 5, and a watcher (or a list at revision 1001) would miss or reorder 5. Group
-//! commit keeps the cost one counter write per batch, not per write.
+//! A batch's revisions are handed out by the engine ([`crate::Engine::allocate`]) once
+//! its transaction has read what its writes depend on, exactly as many as it writes; the
+//! transaction writes no key every commit writes, so stores sharing one engine (replicas
+//! over TiKV) commit side by side and conflict only when they write the same object
+//! (issue 28). The revisions stay one order across replicas because a store publishes
+//! and answers only up to the resolved revision (`crate::follow`): replica B's commit of
+//! revision 1001 waits, unseen, until replica A's 1000 has committed or been marked
+//! skipped. A batch that conflicts marks its revisions skipped and retries with jittered
+//! exponential backoff, taking in the writes queued meanwhile, for up to
+//! [`CONFLICT_RETRY_BUDGET`]; only then do its writes fail, with
+//! [`StorageError::Contended`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,6 +25,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
+use crate::engine::jitter;
 use crate::payload::Prepared;
 use crate::store::{Shared, read_u64};
 use crate::watch::{Event, EventKind};
@@ -79,10 +82,32 @@ pub(crate) async fn run(shared: Arc<Shared>, mut rx: mpsc::Receiver<Pending>, ma
     shared.hub.close();
 }
 
-/// The outcome of planning one write inside a transaction.
+/// A write of the batch that passed its checks, before its revision is known.
 struct Planned {
-    event: Event,
+    /// Its place in the batch.
+    index: usize,
+    kind: EventKind,
+    /// The version it replaces or deletes.
+    prev: Prev,
 }
+
+/// Where a planned write's previous version is.
+enum Prev {
+    /// The key is absent.
+    None,
+    /// Stored, as the transaction read it.
+    Stored(Current),
+    /// Written by the planned write at this place among the batch's planned writes.
+    Batch(usize),
+}
+
+/// A revision a write of the batch will have, `i` places after the batch's first, while
+/// the first is not known: far above any real revision, so no guard or precondition a
+/// client sent can match it. [`Revisions::real`] turns it into the real one.
+const PENDING: Revision = 1 << 62;
+
+/// How many revisions a store hands out between two updates of the hint `m/rev`.
+const HINT_EVERY: Revision = 1024;
 
 async fn commit_batch(
     shared: &Shared,
@@ -164,36 +189,45 @@ fn fail(batch: &mut Vec<Pending>, e: StorageError) {
     }
 }
 
-/// A wait drawn at random from `[0, max]` (full jitter), from the standard library's
-/// per-hasher random keys: no random number crate for this.
-fn jitter(max: Duration) -> Duration {
-    use std::hash::{BuildHasher as _, Hasher as _};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    let nanos = u64::try_from(max.as_nanos()).unwrap_or(u64::MAX);
-    Duration::from_nanos(h.finish() % nanos.saturating_add(1))
-}
-
 /// Runs the batch in one transaction. `Err` means nothing was committed (or the outcome is
 /// unknown), for the whole batch; `Ok` holds each write's own result.
 async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Committed>>> {
     let mut txn = shared.engine.begin().await?;
-    let base = keys::decode_u64(keys::META_REV, txn.get(keys::META_REV).await?.as_ref())?;
-    // Another process (or an undetermined commit of ours) may have committed revisions the
-    // hub has not seen: publish them first so watchers see every revision in order.
-    if base > shared.hub.last() {
-        crate::follow::catch_up(shared, base).await?;
+    let (mut results, planned) = plan(txn.as_mut(), batch).await?;
+    if planned.is_empty() {
+        return Ok(results);
     }
-    // The current state of the keys this transaction has read or written (`None`: absent).
+    let n = planned.len() as u64;
+    let first = shared.engine.allocate(n).await?;
+    let last = first + n - 1;
+    let events = match write(shared, txn, batch, &planned, &mut results, first).await {
+        Ok(events) => events,
+        Err(e) => {
+            // Nobody waits for revisions that will never be written.
+            if let Err(a) = crate::follow::abandon(shared.engine.as_ref(), first, last).await {
+                tracing::debug!(error = %a, first, last, "marking a failed batch's revisions skipped failed");
+            }
+            return Err(e);
+        }
+    };
+    shared.commits.fetch_add(1, Ordering::Relaxed);
+    shared.writes.fetch_add(n, Ordering::Relaxed);
+    publish_in_order(shared, first, last, events).await;
+    Ok(results)
+}
+
+/// Checks each write of the batch against the state the transaction reads (and the
+/// batch's earlier writes): the results of those refused, and the writes to make.
+async fn plan(
+    txn: &mut dyn Transaction,
+    batch: &[Pending],
+) -> Result<(Vec<Result<Committed>>, Vec<Planned>)> {
+    // The current state of the keys this transaction has read or written (`None`:
+    // absent); a version the batch writes has a `PENDING` revision.
     let mut overlay: HashMap<&str, Option<Current>> = HashMap::new();
     let mut results: Vec<Result<Committed>> = Vec::with_capacity(batch.len());
     let mut planned: Vec<Planned> = Vec::with_capacity(batch.len());
-    let mut next = base;
-    'writes: for p in batch {
+    'writes: for (index, p) in batch.iter().enumerate() {
         let w = &p.write;
         for (gkey, grev) in &w.guards {
             // A guard read is cached in the overlay: the transaction's view of a key does
@@ -201,7 +235,7 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
             let actual = match overlay.get(gkey.as_str()) {
                 Some(v) => v.as_ref().map_or(0, |c| c.revision),
                 None => {
-                    let v = read_current(txn.as_mut(), gkey).await?;
+                    let v = read_current(txn, gkey).await?;
                     let rev = v.as_ref().map_or(0, |c| c.revision);
                     overlay.insert(gkey.as_str(), v);
                     rev
@@ -218,26 +252,74 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
         }
         let found = match overlay.get(w.key.as_str()) {
             Some(v) => v.clone(),
-            None => read_current(txn.as_mut(), &w.key).await?,
+            None => read_current(txn, &w.key).await?,
         };
-        let (current, current_payload) = match found {
-            Some(c) => {
-                let payload = c.payload.clone();
-                (
-                    Some(c.versioned(&w.key, shared.current.as_ref())?),
-                    Some(payload),
-                )
-            }
-            None => (None, None),
-        };
-        if let Err(e) = check(&w.key, w.precondition, &w.op, current.as_ref()) {
+        let revision = found.as_ref().map_or(0, |c| c.revision);
+        if let Err(e) = check(&w.key, w.precondition, &w.op, revision, found.is_some()) {
             results.push(Err(e));
             continue;
         }
-        next += 1;
-        let (kind, value) = match &w.op {
-            WriteOp::Put(v) => (EventKind::Put, v.render(next)),
-            WriteOp::Delete(v) => (EventKind::Delete, v.render(next)),
+        let kind = match &w.op {
+            WriteOp::Put(_) => EventKind::Put,
+            WriteOp::Delete(_) => EventKind::Delete,
+        };
+        let prev = match found {
+            None => Prev::None,
+            Some(c) if c.revision >= PENDING => Prev::Batch((c.revision - PENDING) as usize),
+            Some(c) => Prev::Stored(c),
+        };
+        let pending = PENDING + planned.len() as u64;
+        overlay.insert(
+            &w.key,
+            (kind == EventKind::Put).then(|| Current {
+                revision: pending,
+                payload: bytes::Bytes::new(),
+                value: None,
+            }),
+        );
+        // A placeholder, made real by `write`.
+        results.push(Err(StorageError::Closed));
+        planned.push(Planned { index, kind, prev });
+    }
+    Ok((results, planned))
+}
+
+/// Writes the planned writes with revisions `first..` and commits: the events, in order.
+async fn write(
+    shared: &Shared,
+    mut txn: Box<dyn Transaction>,
+    batch: &[Pending],
+    planned: &[Planned],
+    results: &mut [Result<Committed>],
+    first: Revision,
+) -> Result<Vec<Event>> {
+    // Each planned write as stored: its value and payload, for a later write of the
+    // same key in the batch.
+    let mut written: Vec<(bytes::Bytes, bytes::Bytes)> = Vec::with_capacity(planned.len());
+    let mut events = Vec::with_capacity(planned.len());
+    for (i, pl) in planned.iter().enumerate() {
+        let p = &batch[pl.index];
+        let w = &p.write;
+        let rev = first + i as u64;
+        let value = match &w.op {
+            WriteOp::Put(v) | WriteOp::Delete(v) => v.render(rev),
+        };
+        let payload = p.prepared.payload(&value);
+        let (current, current_payload) = match &pl.prev {
+            Prev::None => (None, None),
+            Prev::Stored(c) => (
+                Some(c.clone().versioned(&w.key, shared.current.as_ref())?),
+                Some(c.payload.clone()),
+            ),
+            Prev::Batch(j) => {
+                let (value, payload) = &written[*j];
+                let v = Versioned {
+                    key: w.key.clone(),
+                    revision: first + *j as u64,
+                    value: value.clone(),
+                };
+                (Some(v), Some(payload.clone()))
+            }
         };
         let prev_rev = revision_of(current.as_ref());
         // Each version is stored once: the current one in `c/`; the one this write
@@ -248,76 +330,119 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
                 keys::encode_version(keys::TAG_PUT, payload),
             );
         }
-        let payload = p.prepared.payload(&value);
-        match kind {
+        match pl.kind {
             EventKind::Put => {
-                txn.put(keys::current(&w.key), keys::encode_current(next, &payload));
+                txn.put(keys::current(&w.key), keys::encode_current(rev, &payload));
                 txn.put(
-                    keys::log(next),
+                    keys::log(rev),
                     keys::encode_log(keys::TAG_PUT, prev_rev, &w.key),
-                );
-                overlay.insert(
-                    &w.key,
-                    Some(Current {
-                        revision: next,
-                        payload,
-                        value: Some(value.clone()),
-                    }),
                 );
             }
             EventKind::Delete => {
                 txn.delete(keys::current(&w.key));
                 txn.put(
-                    keys::version(&w.key, next),
+                    keys::version(&w.key, rev),
                     keys::encode_version(keys::TAG_DELETE, &payload),
                 );
                 txn.put(
-                    keys::log(next),
+                    keys::log(rev),
                     keys::encode_log(keys::TAG_DELETE, prev_rev, &w.key),
                 );
-                overlay.insert(&w.key, None);
             }
         }
-        results.push(Ok(Committed {
-            revision: next,
+        results[pl.index] = Ok(Committed {
+            revision: rev,
             value: value.clone(),
             prev: current.clone(),
-        }));
-        planned.push(Planned {
-            event: Event::new(next, w.key.clone(), kind, value, current),
         });
+        events.push(Event::new(
+            rev,
+            w.key.clone(),
+            pl.kind,
+            value.clone(),
+            current,
+        ));
+        written.push((value, payload));
     }
-    if planned.is_empty() {
-        return Ok(results);
+    // A refusal naming a version the batch writes names its real revision.
+    for r in results.iter_mut() {
+        if let Err(StorageError::Conflict { actual, .. }) = r
+            && *actual >= PENDING
+        {
+            *actual = first + (*actual - PENDING);
+        }
     }
-    txn.put(keys::META_REV.to_vec(), keys::encode_u64(next));
     match txn.commit().await {
-        Ok(()) => {}
+        Ok(()) => Ok(events),
         Err(EngineError::Undetermined(source)) => {
             // Read back: the first log entry of the batch tells whether it landed.
-            let first = &planned[0].event;
-            match landed(shared, first.revision, &first.key).await {
-                Ok(true) => tracing::warn!(rev = next, "undetermined commit resolved: committed"),
+            let e = &events[0];
+            match landed(shared, e.revision, &e.key).await {
+                Ok(true) => {
+                    tracing::warn!(rev = first, "undetermined commit resolved: committed");
+                    Ok(events)
+                }
                 Ok(false) => {
-                    tracing::warn!(rev = next, "undetermined commit resolved: not committed");
-                    return Err(StorageError::Engine(EngineError::Conflict));
+                    tracing::warn!(rev = first, "undetermined commit resolved: not committed");
+                    Err(StorageError::Engine(EngineError::Conflict))
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "undetermined commit could not be resolved");
-                    return Err(StorageError::Undetermined(EngineError::Undetermined(
+                    Err(StorageError::Undetermined(EngineError::Undetermined(
                         source,
-                    )));
+                    )))
                 }
             }
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => Err(e.into()),
     }
-    shared.commits.fetch_add(1, Ordering::Relaxed);
-    shared
-        .writes
-        .fetch_add(planned.len() as u64, Ordering::Relaxed);
-    shared.publish(planned.into_iter().map(|p| p.event).collect());
-    Ok(results)
+}
+
+/// Publishes a committed batch's events once every revision below `first` is resolved
+/// (at once when this store committed the one before: a lone store always has), and now
+/// and then records the resolved revision in the hint `m/rev`. Its writers are answered
+/// after this: a write acknowledged is seen by every read that starts later, on any
+/// store sharing the engine.
+async fn publish_in_order(shared: &Shared, first: Revision, last: Revision, events: Vec<Event>) {
+    let started = tokio::time::Instant::now();
+    while shared.hub.last() + 1 < first {
+        match crate::follow::wait_resolved(shared, first - 1).await {
+            Ok(()) => {}
+            Err(e) if started.elapsed() < CONFLICT_RETRY_BUDGET => {
+                tracing::debug!(error = %e, "waiting for lower revisions failed; retrying");
+                tokio::time::sleep(FIRST_BACKOFF).await;
+            }
+            Err(e) => {
+                // Committed: the writers are answered; readers and watchers find the
+                // batch in the log once the engine answers again.
+                tracing::warn!(error = %e, first, last, "a committed batch is not published yet: lower revisions cannot be read");
+                return;
+            }
+        }
+    }
+    shared.publish(events, last);
+    let hinted = shared.hinted.load(Ordering::Relaxed);
+    if last >= hinted + HINT_EVERY {
+        shared.hinted.store(last, Ordering::Relaxed);
+        if let Err(e) = write_hint(shared, last).await {
+            tracing::debug!(error = %e, "updating the resolved revision's hint failed");
+        }
+    }
+}
+
+/// Records `rev`, resolved, in `m/rev` unless a higher one is there: where a store opening
+/// (or compacting) starts reading the log.
+async fn write_hint(shared: &Shared, rev: Revision) -> Result<()> {
+    let mut txn = shared.engine.begin().await?;
+    let hint = keys::decode_u64(keys::META_REV, txn.get(keys::META_REV).await?.as_ref())?;
+    if hint >= rev {
+        return Ok(());
+    }
+    txn.put(keys::META_REV.to_vec(), keys::encode_u64(rev));
+    match txn.commit().await {
+        Ok(()) | Err(EngineError::Conflict) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// A key's current version as the transaction sees it: its payload as it lies in the
@@ -368,23 +493,31 @@ fn revision_of(v: Option<&Versioned>) -> Revision {
     v.map_or(0, |v| v.revision)
 }
 
-fn check(key: &str, pre: Precondition, op: &WriteOp, current: Option<&Versioned>) -> Result<()> {
+/// Whether a write may happen to `key`, whose current version (if `exists`) has mod
+/// revision `revision`.
+fn check(
+    key: &str,
+    pre: Precondition,
+    op: &WriteOp,
+    revision: Revision,
+    exists: bool,
+) -> Result<()> {
     let not_found = || StorageError::NotFound {
         key: key.to_owned(),
     };
-    match (pre, current) {
-        (Precondition::Absent, Some(_)) => Err(StorageError::AlreadyExists {
+    match (pre, exists) {
+        (Precondition::Absent, true) => Err(StorageError::AlreadyExists {
             key: key.to_owned(),
         }),
-        (Precondition::Revision(_), None) => Err(not_found()),
-        (Precondition::Revision(expected), Some(c)) if c.revision != expected => {
+        (Precondition::Revision(_), false) => Err(not_found()),
+        (Precondition::Revision(expected), true) if revision != expected => {
             Err(StorageError::Conflict {
                 key: key.to_owned(),
                 expected,
-                actual: c.revision,
+                actual: revision,
             })
         }
-        (_, None) if matches!(op, WriteOp::Delete(_)) => Err(not_found()),
+        (_, false) if matches!(op, WriteOp::Delete(_)) => Err(not_found()),
         _ => Ok(()),
     }
 }
@@ -401,21 +534,33 @@ async fn landed(shared: &Shared, rev: Revision, key: &str) -> Result<bool> {
 
 pub(crate) async fn compact(shared: &Shared, target: Revision) -> Result<()> {
     loop {
-        let snap = shared.engine.snapshot().await?;
-        let current = read_u64(snap.as_ref(), keys::META_REV).await?;
+        let resolved = crate::follow::resolve(shared).await?;
+        let snap = resolved.snap;
         let done = read_u64(snap.as_ref(), keys::META_COMPACTED).await?;
-        let target = target.min(current);
+        // Never past what is final: a lower revision may still commit above it.
+        let target = target.min(resolved.revision);
         if done >= target {
             shared.compacted.fetch_max(done, Ordering::AcqRel);
             return Ok(());
         }
         let (start, end) = keys::log_range(done, target);
-        let entries = snap.scan(&start, &end, COMPACT_CHUNK).await?;
+        let mut entries = snap.scan(&start, &end, COMPACT_CHUNK).await?;
         drop(snap);
-        let upto = match entries.last() {
+        let mut upto = match entries.last() {
             Some((k, _)) if entries.len() == COMPACT_CHUNK => keys::parse_log_key(k)?,
             _ => target,
         };
+        // A skip reaching past the horizon stays, and the horizon stops below it: the
+        // revisions it covers are read from it.
+        if let Some(i) = entries.iter().position(|(k, v)| {
+            keys::decode_log(k, v).is_ok_and(|e| e.skipped_until().is_some_and(|u| u > upto))
+        }) {
+            upto = keys::parse_log_key(&entries[i].0)? - 1;
+            entries.truncate(i);
+            if upto <= done {
+                return Ok(());
+            }
+        }
         let mut txn = shared.engine.begin().await?;
         // Only one compaction moves the horizon: re-check it inside the transaction.
         let now_done = keys::decode_u64(
@@ -428,11 +573,13 @@ pub(crate) async fn compact(shared: &Shared, target: Revision) -> Result<()> {
         for (k, v) in &entries {
             let rev = keys::parse_log_key(k)?;
             let entry = keys::decode_log(k, v)?;
-            if entry.prev > 0 {
-                txn.delete(keys::version(&entry.key, entry.prev));
-            }
-            if entry.tag == keys::TAG_DELETE {
-                txn.delete(keys::version(&entry.key, rev));
+            if entry.skipped_until().is_none() {
+                if entry.prev > 0 {
+                    txn.delete(keys::version(&entry.key, entry.prev));
+                }
+                if entry.tag == keys::TAG_DELETE {
+                    txn.delete(keys::version(&entry.key, rev));
+                }
             }
             txn.delete(k.to_vec());
         }

@@ -7,9 +7,9 @@
 //! It is loaded from the engine's `c/` keys when the store opens and then follows the
 //! committed events in revision order (fed where the watch hub is fed, before any writer
 //! is answered), so it is never behind a write this process acknowledged. A read asks for
-//! at least the engine's current revision: when the cache is behind it (another process
-//! wrote to a shared engine; an event the cache missed), the read falls back to the engine
-//! and the answer is the same, only slower.
+//! at least the engine's resolved revision (`crate::follow`), which the store catches up
+//! to first; when the cache is still behind it (the catch-up failed), the read falls back
+//! to the engine and the answer is the same, only slower.
 //!
 //! Memory: every current object's stored bytes plus ~100 bytes per key. `StoreOptions`
 //! can turn it off (`cache_objects: false`) for stores larger than memory.
@@ -138,6 +138,7 @@ impl Current {
     }
 
     /// The revision the cache is at (`None`: invalid).
+    #[cfg(test)]
     pub(crate) fn revision(&self) -> Option<Revision> {
         self.state.read().ok()?.revision
     }
@@ -148,27 +149,17 @@ impl Current {
         self.state.read().map_or(0, |s| s.objects.len())
     }
 
-    /// Applies committed events, in revision order. Events at or below the cache's
-    /// revision are skipped (already applied); a gap makes the cache invalid for good.
-    pub(crate) fn apply(&self, events: &[Event]) {
+    /// Applies committed events, in revision order, and moves the cache to `upto` (the
+    /// revisions in between without an event were skipped: `Hub::publish`'s contract).
+    /// Events at or below the cache's revision are skipped (already applied).
+    pub(crate) fn apply(&self, events: &[Event], upto: Revision) {
         let Ok(mut s) = self.state.write() else {
             return;
         };
+        let Some(mut at) = s.revision else { return };
         for ev in events {
-            let Some(at) = s.revision else { return };
             if ev.revision <= at {
                 continue;
-            }
-            if ev.revision != at + 1 {
-                tracing::warn!(
-                    cache = at,
-                    event = ev.revision,
-                    "object cache missed events; reads at the latest revision go to the engine"
-                );
-                s.revision = None;
-                s.objects = BTreeMap::new();
-                s.counts = HashMap::new();
-                return;
             }
             match ev.kind {
                 EventKind::Put => {
@@ -185,8 +176,9 @@ impl Current {
                     }
                 }
             }
-            s.revision = Some(ev.revision);
+            at = ev.revision;
         }
+        s.revision = Some(at.max(upto));
     }
 
     /// Objects per object type (`None`: the cache is invalid).
@@ -301,13 +293,16 @@ mod tests {
     #[test]
     fn pages_follow_the_engines_rules() {
         let c = empty(0);
-        c.apply(&[
-            put(1, "g/r/a/x", "1"),
-            put(2, "g/r/b/x", "2"),
-            put(3, "g/r/b/y", "3"),
-            put(4, "g/r/bb/z", "4"),
-            put(5, "g/s/b/x", "5"),
-        ]);
+        c.apply(
+            &[
+                put(1, "g/r/a/x", "1"),
+                put(2, "g/r/b/x", "2"),
+                put(3, "g/r/b/y", "3"),
+                put(4, "g/r/bb/z", "4"),
+                put(5, "g/s/b/x", "5"),
+            ],
+            5,
+        );
         // `prefix` is a plain string prefix (the caller ends it with `/`).
         let p = c
             .list(At::AtLeast(5), "g/r/b/", None, usize::MAX, true, 100)
@@ -341,17 +336,20 @@ mod tests {
     #[test]
     fn deletes_remove_and_replays_are_skipped() {
         let c = empty(0);
-        c.apply(&[put(1, "k/1", "a"), put(2, "k/1", "b")]);
-        c.apply(&[put(2, "k/1", "stale replay")]);
+        c.apply(&[put(1, "k/1", "a"), put(2, "k/1", "b")], 2);
+        c.apply(&[put(2, "k/1", "stale replay")], 2);
         let (rev, v) = c.get("k/1", At::AtLeast(2)).unwrap();
         assert_eq!((rev, v.unwrap().value), (2, Bytes::from("b")));
-        c.apply(&[Event::new(
+        c.apply(
+            &[Event::new(
+                3,
+                "k/1".into(),
+                EventKind::Delete,
+                Bytes::from("b"),
+                None,
+            )],
             3,
-            "k/1".into(),
-            EventKind::Delete,
-            Bytes::from("b"),
-            None,
-        )]);
+        );
         assert_eq!(c.get("k/1", At::AtLeast(3)).unwrap(), (3, None));
         assert!(
             c.get("k/1", At::AtLeast(4)).is_none(),
@@ -369,18 +367,24 @@ mod tests {
     #[test]
     fn counts_per_type() {
         let c = empty(0);
-        c.apply(&[
-            put(1, "core/configmaps/a/x", "1"),
-            put(2, "core/configmaps/a/x", "2"),
-            put(3, "core/configmaps/b/y", "3"),
-            put(4, "apps/deployments/a/d", "4"),
-        ]);
+        c.apply(
+            &[
+                put(1, "core/configmaps/a/x", "1"),
+                put(2, "core/configmaps/a/x", "2"),
+                put(3, "core/configmaps/b/y", "3"),
+                put(4, "apps/deployments/a/d", "4"),
+            ],
+            4,
+        );
         let delete =
             |rev, key: &str| Event::new(rev, key.into(), EventKind::Delete, Bytes::new(), None);
-        c.apply(&[
-            delete(5, "core/configmaps/a/x"),
-            delete(6, "core/configmaps/a/z"),
-        ]);
+        c.apply(
+            &[
+                delete(5, "core/configmaps/a/x"),
+                delete(6, "core/configmaps/a/z"),
+            ],
+            6,
+        );
         assert_eq!(
             c.object_counts().unwrap(),
             [
@@ -388,19 +392,20 @@ mod tests {
                 ("core/configmaps".into(), 1)
             ]
         );
-        c.apply(&[put(8, "core/configmaps/a/x", "gap")]);
-        assert_eq!(c.object_counts(), None, "invalid: the engine counts");
     }
 
+    /// Revisions the log marks skipped (handed out, never written) move the cache on
+    /// without an event.
     #[test]
-    fn a_gap_invalidates_for_good() {
+    fn skipped_revisions_move_the_cache_on() {
         let c = empty(0);
-        c.apply(&[put(1, "a", "1")]);
-        c.apply(&[put(3, "b", "3")]);
-        assert!(c.get("a", At::AtLeast(0)).is_none());
-        assert!(c.list(At::AtLeast(0), "", None, 10, false, 1).is_none());
-        c.apply(&[put(4, "c", "4")]);
-        assert!(c.get("c", At::AtLeast(0)).is_none());
-        assert_eq!(c.len(), 0);
+        c.apply(&[put(1, "a", "1")], 3);
+        assert_eq!(c.revision(), Some(3));
+        c.apply(&[put(5, "b", "5")], 6);
+        assert_eq!(c.get("a", At::AtLeast(6)).unwrap().0, 6);
+        assert_eq!(c.get("b", At::AtLeast(6)).unwrap().1.unwrap().revision, 5);
+        c.apply(&[put(4, "b", "a replay")], 4);
+        assert_eq!(c.revision(), Some(6), "a replay moves nothing back");
+        assert_eq!(c.len(), 2);
     }
 }

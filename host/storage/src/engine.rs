@@ -7,9 +7,11 @@
 //! * a commit may end in [`EngineError::Undetermined`], which the store resolves by
 //!   reading back.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 
-use crate::EngineError;
+use crate::{EngineError, Revision, keys};
 
 /// One key/value pair returned by a scan.
 pub type KeyValue = (Bytes, Bytes);
@@ -29,8 +31,22 @@ pub trait Engine: Send + Sync + 'static {
     /// is atomic, and fails with [`EngineError::Conflict`], writing nothing, when another
     /// transaction committed a write to one of the keys it writes after it began. A
     /// transaction that must not act on a stale read writes the key it read (the store's
-    /// commits all write the revision counter, so they serialise).
+    /// commits write the log entries of the revisions they were handed, which is how a
+    /// store that marks revisions skipped and a late commit of them exclude each other).
     async fn begin(&self) -> Result<Box<dyn Transaction>, EngineError>;
+
+    /// Hands out `n` (at least 1) consecutive revisions no other caller of this engine has
+    /// been or will be given, each above every revision a committed transaction wrote, and
+    /// returns the first. The store takes a batch's revisions here, after its transaction
+    /// began, so that stores sharing the engine (replicas) commit side by side instead of
+    /// conflicting on one counter every commit writes (issue 28); `crate::follow` keeps
+    /// what they publish in revision order. The default counts in the engine's
+    /// `m/next` key, one small transaction per call ([`allocate_in_transactions`]); an
+    /// engine that only one process opens may count in memory, recovering the count from
+    /// the change log when it opens.
+    async fn allocate(&self, n: u64) -> Result<Revision, EngineError> {
+        allocate_in_transactions(self, n).await
+    }
 
     /// Whether a commit does its I/O on the calling thread when that thread may block
     /// ([`may_block`]), rather than handing it to another thread. The store then runs its
@@ -39,6 +55,60 @@ pub trait Engine: Send + Sync + 'static {
     fn blocking_commits(&self) -> bool {
         false
     }
+}
+
+/// How often [`allocate_in_transactions`] tries again at once when another allocation
+/// committed first, before it reports the conflict to the caller (whose retries wait).
+const ALLOCATE_TRIES: u32 = 16;
+
+/// [`Engine::allocate`] as a transaction on `m/next` (read, add `n`, commit), retried on a
+/// conflict: correct on any engine, one short transaction per call. Its first use on a
+/// store written before `m/next` existed continues after `m/rev`, which then held the last
+/// revision handed out.
+pub async fn allocate_in_transactions<E: Engine + ?Sized>(
+    engine: &E,
+    n: u64,
+) -> Result<Revision, EngineError> {
+    let n = n.max(1);
+    let mut tries = 0;
+    loop {
+        let mut txn = engine.begin().await?;
+        let read = |key: &[u8], v: Option<Bytes>| {
+            keys::decode_u64(key, v.as_ref()).map_err(EngineError::other)
+        };
+        let next = read(keys::META_NEXT, txn.get(keys::META_NEXT).await?)?;
+        let first = if next == 0 {
+            read(keys::META_REV, txn.get(keys::META_REV).await?)? + 1
+        } else {
+            next
+        };
+        txn.put(keys::META_NEXT.to_vec(), keys::encode_u64(first + n));
+        match txn.commit().await {
+            Ok(()) => return Ok(first),
+            // Lost to another allocation (or not known to have won: a range handed out
+            // twice is impossible, one handed out and never used is only a gap that the
+            // stores waiting on it mark skipped, `crate::follow`).
+            Err(EngineError::Conflict | EngineError::Undetermined(_)) if tries < ALLOCATE_TRIES => {
+                tries += 1;
+                tokio::time::sleep(jitter(Duration::from_micros(500))).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A wait drawn at random from `[0, max]` (full jitter), from the standard library's
+/// per-hasher random keys: no random number crate for this.
+pub(crate) fn jitter(max: Duration) -> Duration {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    let nanos = u64::try_from(max.as_nanos()).unwrap_or(u64::MAX);
+    Duration::from_nanos(h.finish() % nanos.saturating_add(1))
 }
 
 thread_local! {

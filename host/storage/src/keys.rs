@@ -1,7 +1,11 @@
 //! The key layout, the same on every engine.
 //!
 //! ```text
-//! m/rev                          current revision (u64 BE)
+//! m/rev                          a resolved revision (u64 BE): every revision at or
+//!                                below it is committed or skipped (a hint, written now
+//!                                and then; the log after it says how far it goes now)
+//! m/next                         the next revision to hand out, for engines that hand
+//!                                them out in transactions (`Engine::allocate`'s default)
 //! m/compacted                    compaction revision (u64 BE)
 //! m/lease/<name>                 a lease: expiry (u64 BE ms since the epoch) ++ holder
 //! m/cluster-identity             the cluster's CAs and signing key, private keys sealed
@@ -10,8 +14,15 @@
 //! k/<object key>\0<!rev u64 BE>  superseded versions and deletions, until compaction:
 //!                                tag (0 put, 1 tombstone) ++ payload (inverted revision:
 //!                                newest first; a seek to !R finds the newest at or before R)
-//! l/<rev u64 BE>                 change log: tag ++ previous mod revision (u64 BE) ++ object key
+//! l/<rev u64 BE>                 change log: tag ++ previous mod revision (u64 BE) ++ object key;
+//!                                or a skip: tag 2 ++ the last revision it covers (u64 BE)
 //! ```
+//!
+//! Revisions are handed out before a commit (`Engine::allocate`), so several stores
+//! sharing an engine commit side by side; a revision handed out whose write did not
+//! happen (a write refused in its batch, a batch that lost a conflict or whose writer
+//! died) is marked skipped in the log, so that the log stays dense: every revision has
+//! an entry, and a reader knows a revision is final once it has one (`crate::follow`).
 //!
 //! A payload is the value, compressed when that makes it smaller (`crate::payload`).
 //!
@@ -32,6 +43,8 @@ use crate::{Revision, StorageError};
 pub const META_REV: &[u8] = b"m/rev";
 /// Engine key of the compaction revision.
 pub const META_COMPACTED: &[u8] = b"m/compacted";
+/// Engine key of the next revision to hand out ([`crate::Engine::allocate`]'s default).
+pub const META_NEXT: &[u8] = b"m/next";
 
 const CURRENT: &[u8] = b"c/";
 const VERSIONS: &[u8] = b"k/";
@@ -41,6 +54,8 @@ const LOG: &[u8] = b"l/";
 pub const TAG_PUT: u8 = 0;
 /// Tag of a deletion.
 pub const TAG_DELETE: u8 = 1;
+/// Tag of a log entry that marks revisions handed out but never written (skipped).
+pub const TAG_SKIP: u8 = 2;
 
 /// `c/<key>`.
 pub fn current(key: &str) -> Vec<u8> {
@@ -134,12 +149,26 @@ pub fn parse_log_key(engine_key: &[u8]) -> Result<Revision, StorageError> {
 /// A decoded change-log entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogEntry {
-    /// [`TAG_PUT`] or [`TAG_DELETE`].
+    /// [`TAG_PUT`], [`TAG_DELETE`] or [`TAG_SKIP`].
     pub tag: u8,
-    /// The key's previous mod revision (0: it did not exist).
+    /// The key's previous mod revision (0: it did not exist); for a skip, the last
+    /// revision it covers.
     pub prev: Revision,
-    /// The object key.
+    /// The object key (empty for a skip).
     pub key: String,
+}
+
+impl LogEntry {
+    /// For a skip, the last revision it covers: no write happened at the entry's
+    /// revision nor at any after it up to this one.
+    pub fn skipped_until(&self) -> Option<Revision> {
+        (self.tag == TAG_SKIP).then_some(self.prev)
+    }
+}
+
+/// Encodes a skip at some revision that covers the revisions up to `until`.
+pub fn encode_skip(until: Revision) -> Bytes {
+    encode_log(TAG_SKIP, until, "")
 }
 
 /// Encodes a log entry.
@@ -153,7 +182,7 @@ pub fn encode_log(tag: u8, prev: Revision, key: &str) -> Bytes {
 
 /// Decodes a log entry.
 pub fn decode_log(engine_key: &[u8], v: &[u8]) -> Result<LogEntry, StorageError> {
-    if v.len() < 9 || v[0] > TAG_DELETE {
+    if v.len() < 9 || v[0] > TAG_SKIP {
         return Err(corrupt(engine_key, "bad log entry"));
     }
     let mut p = [0u8; 8];
@@ -285,6 +314,9 @@ mod tests {
         assert_eq!((e.tag, e.prev, e.key.as_str()), (TAG_DELETE, 42, "g/r//n"));
         assert_eq!(parse_log_key(&log(99)).unwrap(), 99);
         assert!(log(1) < log(256));
+        let skip = decode_log(b"l/x", &encode_skip(7)).unwrap();
+        assert_eq!(skip.skipped_until(), Some(7));
+        assert_eq!(e.skipped_until(), None);
     }
 
     #[test]

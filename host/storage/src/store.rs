@@ -250,6 +250,11 @@ pub(crate) struct Shared {
     pub(crate) current: Option<Current>,
     /// Held while publishing.
     pub(crate) publishing: std::sync::Mutex<()>,
+    /// The lowest missing revision a committer of this store waits on, and since when
+    /// (`crate::follow::wait_resolved`).
+    pub(crate) missing: std::sync::Mutex<Option<(Revision, std::time::Instant)>>,
+    /// The last resolved revision this store wrote to the hint `m/rev` (or found there).
+    pub(crate) hinted: AtomicU64,
     /// This store's name as a lease holder: unique per opened store.
     pub(crate) holder: String,
     pub(crate) compacted: AtomicU64,
@@ -277,19 +282,36 @@ fn holder_id() -> String {
 }
 
 impl Shared {
-    /// Makes committed events visible: to the object cache first, then to watchers (and
+    /// Makes committed events visible, and every revision up to `upto` (those in between
+    /// without an event were skipped): to the object cache first, then to watchers (and
     /// only then are their writers answered).
-    pub(crate) fn publish(&self, events: Vec<crate::watch::Event>) {
-        // The committer and the follower both publish: one at a time, so the cache and
-        // the hub see the same order.
+    pub(crate) fn publish(&self, events: Vec<crate::watch::Event>, upto: Revision) {
+        // The committer and readers catching up both publish: one at a time, so the
+        // cache and the hub see the same order.
         let _one = self
             .publishing
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(c) = &self.current {
-            c.apply(&events);
+            c.apply(&events, upto);
         }
-        self.hub.publish(events);
+        self.hub.publish(events, upto);
+    }
+
+    /// How long revision `rev` has been the lowest missing one this store waits on (zero
+    /// when it just became so).
+    pub(crate) fn missing_for(&self, rev: Revision) -> Duration {
+        let mut m = self
+            .missing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match *m {
+            Some((r, since)) if r == rev => since.elapsed(),
+            _ => {
+                *m = Some((rev, std::time::Instant::now()));
+                Duration::ZERO
+            }
+        }
     }
 }
 
@@ -329,12 +351,9 @@ impl Store {
             }
             None => (engine, None),
         };
-        let snap = engine.snapshot().await?;
-        let rev = keys::decode_u64(keys::META_REV, snap.get(keys::META_REV).await?.as_ref())?;
-        let compacted = keys::decode_u64(
-            keys::META_COMPACTED,
-            snap.get(keys::META_COMPACTED).await?.as_ref(),
-        )?;
+        let (snap, rev) = crate::follow::resolve_at_open(engine.as_ref()).await?;
+        let compacted = read_u64(snap.as_ref(), keys::META_COMPACTED).await?;
+        let hinted = read_u64(snap.as_ref(), keys::META_REV).await?;
         let current = if options.cache_objects {
             Some(Current::load(snap.as_ref(), rev).await?)
         } else {
@@ -347,6 +366,8 @@ impl Store {
             hub: Hub::new(rev, options.watch_ring),
             current,
             publishing: std::sync::Mutex::new(()),
+            missing: std::sync::Mutex::new(None),
+            hinted: AtomicU64::new(hinted),
             holder: holder_id(),
             compacted: AtomicU64::new(compacted),
             commits: AtomicU64::new(0),
@@ -479,16 +500,16 @@ impl Store {
     }
 
     async fn get_timed(&self, key: &str, at: ReadAt) -> Result<(Revision, Option<Versioned>)> {
-        let snap = self.shared.engine.snapshot().await?;
-        let current = read_u64(snap.as_ref(), keys::META_REV).await?;
+        let resolved = crate::follow::resolve(&self.shared).await?;
+        let (snap, current) = (resolved.snap.as_ref(), resolved.revision);
         match at {
             ReadAt::Latest => {
-                if let Some(hit) = self
-                    .cache_at(current)
-                    .await
-                    .and_then(|c| c.get(key, At::AtLeast(current)))
-                {
+                if let Some(hit) = self.cached().and_then(|c| c.get(key, At::AtLeast(current))) {
                     return Ok(hit);
+                }
+                if resolved.ahead.is_some() {
+                    // The snapshot holds commits above the resolved revision.
+                    return Ok((current, history::get_at(snap, key, current).await?));
                 }
                 let ck = keys::current(key);
                 let found = match snap.get(&ck).await? {
@@ -505,11 +526,11 @@ impl Store {
                 Ok((current, found))
             }
             ReadAt::Exact(rev) => {
-                check_exact(snap.as_ref(), rev, current).await?;
+                check_exact(snap, rev, current).await?;
                 if let Some(hit) = self.cached().and_then(|c| c.get(key, At::Exactly(rev))) {
                     return Ok(hit);
                 }
-                let found = history::get_at(snap.as_ref(), key, rev).await?;
+                let found = history::get_at(snap, key, rev).await?;
                 Ok((rev, found))
             }
         }
@@ -545,18 +566,15 @@ impl Store {
         limit: usize,
         count_remaining: bool,
     ) -> Result<ListPage> {
-        let snap = self.shared.engine.snapshot().await?;
-        let current = read_u64(snap.as_ref(), keys::META_REV).await?;
+        let resolved = crate::follow::resolve(&self.shared).await?;
+        let (snap, current) = (resolved.snap.as_ref(), resolved.revision);
         let limit = if limit == 0 { usize::MAX } else { limit };
-        // The cache answers the latest state (brought up to the engine's first) and, when
-        // nothing was written since, the state at exactly `rev`.
+        // The cache answers the latest state (brought up to the resolved revision by
+        // `resolve`) and, when nothing was written since, the state at exactly `rev`.
         let cached = match at {
-            ReadAt::Latest => self
-                .cache_at(current)
-                .await
-                .map(|c| (c, At::AtLeast(current))),
+            ReadAt::Latest => self.cached().map(|c| (c, At::AtLeast(current))),
             ReadAt::Exact(rev) => {
-                check_exact(snap.as_ref(), rev, current).await?;
+                check_exact(snap, rev, current).await?;
                 self.cached().map(|c| (c, At::Exactly(rev)))
             }
         };
@@ -573,27 +591,16 @@ impl Store {
             return Ok(page);
         }
         match at {
+            // The snapshot's `c/` keys are the state at the resolved revision unless it
+            // holds commits above it: then read that state through history.
+            ReadAt::Latest if resolved.ahead.is_none() => {
+                list_latest(snap, current, prefix, start_after, limit, count_remaining).await
+            }
             ReadAt::Latest => {
-                list_latest(
-                    snap.as_ref(),
-                    current,
-                    prefix,
-                    start_after,
-                    limit,
-                    count_remaining,
-                )
-                .await
+                history::list_at(snap, current, prefix, start_after, limit, count_remaining).await
             }
             ReadAt::Exact(rev) => {
-                history::list_at(
-                    snap.as_ref(),
-                    rev,
-                    prefix,
-                    start_after,
-                    limit,
-                    count_remaining,
-                )
-                .await
+                history::list_at(snap, rev, prefix, start_after, limit, count_remaining).await
             }
         }
     }
@@ -605,21 +612,6 @@ impl Store {
             return None;
         }
         self.shared.current.as_ref()
-    }
-
-    /// The object cache, brought up to `current` first when it is behind (another replica
-    /// wrote since its follower last looked): the log entries in between are read and
-    /// published, as kube-apiserver's consistent reads from cache wait for the watch cache
-    /// to reach the current revision (KEP-2340). If that fails, the read goes to the
-    /// engine.
-    async fn cache_at(&self, current: Revision) -> Option<&Current> {
-        let cache = self.cached()?;
-        if cache.revision().is_some_and(|r| r < current)
-            && let Err(e) = crate::follow::catch_up(&self.shared, current).await
-        {
-            tracing::debug!(error = %e, "object cache catch-up failed; reading the engine");
-        }
-        Some(cache)
     }
 
     /// A handle on the same store whose reads never use the object cache (the suites

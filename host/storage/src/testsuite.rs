@@ -129,6 +129,7 @@ macro_rules! engine_suite {
             engine_concurrent_transactions_serialize,
             engine_concurrent_writes_to_one_key_conflict,
             engine_commits_survive_reopen,
+            engine_hands_out_each_revision_once,
         );
     };
 }
@@ -154,6 +155,8 @@ macro_rules! store_suite {
             store_cache_behind_the_engine_is_not_used,
             store_replicas_share_one_engine,
             store_replicas_writing_at_once_all_succeed,
+            store_replicas_publish_in_revision_order,
+            store_revisions_a_stopped_writer_left_are_skipped,
             store_lease_has_one_holder_at_a_time,
             store_group_commit_batches_concurrent_writes,
             store_reopen_keeps_data_and_revision,

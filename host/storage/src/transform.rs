@@ -128,6 +128,10 @@ impl Engine for Sealed {
         self.inner.blocking_commits()
     }
 
+    async fn allocate(&self, n: u64) -> Result<crate::Revision, EngineError> {
+        self.inner.allocate(n).await
+    }
+
     async fn snapshot(&self) -> Result<Box<dyn Snapshot>, EngineError> {
         Ok(Box::new(SealedSnapshot {
             inner: self.inner.snapshot().await?,

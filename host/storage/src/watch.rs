@@ -75,16 +75,20 @@ impl Event {
 }
 
 struct Ring {
+    /// Events in revision order; revisions marked skipped in the log have none, so the
+    /// revisions need not follow each other.
     events: VecDeque<Arc<Event>>,
-    /// The revision the next published event must have.
+    /// The first revision not published yet: every one below it is in the ring, older
+    /// than its first event, or skipped.
     next_rev: Revision,
     capacity: usize,
     closed: bool,
 }
 
 impl Ring {
+    /// The oldest revision the ring answers for: from here on, every event is in it.
     fn first_rev(&self) -> Revision {
-        self.next_rev - self.events.len() as u64
+        self.events.front().map_or(self.next_rev, |e| e.revision)
     }
 }
 
@@ -117,37 +121,30 @@ impl Hub {
         self.published.subscribe()
     }
 
-    /// Publishes committed events. They must come in revision order; events at or below
-    /// the last published revision are ignored (already published). A gap (events the
-    /// hub never saw) empties the ring: watchers then read the gap from the change log.
-    pub(crate) fn publish(&self, events: Vec<Event>) {
-        let mut last = None;
-        {
+    /// Publishes committed events, in revision order, and with them every revision up to
+    /// `upto`: the caller has read every revision in between, and those without an event
+    /// were skipped. Events at or below the last published revision are ignored (already
+    /// published, by the committer or by a reader catching up from the log).
+    pub(crate) fn publish(&self, events: Vec<Event>, upto: Revision) {
+        let advanced = {
             let Ok(mut ring) = self.ring.write() else {
                 return;
             };
+            let before = ring.next_rev;
             for ev in events {
                 if ev.revision < ring.next_rev {
                     continue;
                 }
-                if ev.revision > ring.next_rev {
-                    tracing::debug!(
-                        expected = ring.next_rev,
-                        got = ev.revision,
-                        "watch hub gap; watchers will read it from the log"
-                    );
-                    ring.events.clear();
-                    ring.next_rev = ev.revision;
-                }
                 ring.next_rev = ev.revision + 1;
-                last = Some(ev.revision);
                 ring.events.push_back(Arc::new(ev));
                 if ring.events.len() > ring.capacity {
                     ring.events.pop_front();
                 }
             }
-        }
-        if let Some(rev) = last {
+            ring.next_rev = ring.next_rev.max(upto + 1);
+            (ring.next_rev > before).then_some(ring.next_rev - 1)
+        };
+        if let Some(rev) = advanced {
             self.published.send_replace(rev);
         }
     }
@@ -291,12 +288,18 @@ impl Watcher {
             if want < first {
                 return Step::History { upto: first - 1 };
             }
-            let start = (want - first) as usize;
+            let start = ring.events.partition_point(|e| e.revision < want);
+            let mut taken = 0;
             for ev in ring.events.range(start..).take(RING_CHUNK) {
                 self.cursor = ev.revision;
+                taken += 1;
                 if ev.key.starts_with(&self.prefix) {
                     self.buf.push_back(ev.clone());
                 }
+            }
+            if start + taken == ring.events.len() {
+                // The rest, up to the last published revision, was skipped.
+                self.cursor = ring.next_rev - 1;
             }
             if !self.buf.is_empty() {
                 return Step::Filled;
@@ -323,6 +326,10 @@ impl Watcher {
         let mut expect = self.cursor + 1;
         for (k, v) in entries {
             let rev = keys::parse_log_key(&k)?;
+            if rev < expect {
+                // Inside a skip read before.
+                continue;
+            }
             if rev != expect {
                 // Entries vanished under us: compaction ran since we checked.
                 return Err(StorageError::Compacted {
@@ -330,8 +337,13 @@ impl Watcher {
                     compacted: rev.saturating_sub(1),
                 });
             }
-            expect += 1;
             let entry = keys::decode_log(&k, &v)?;
+            if let Some(until) = entry.skipped_until() {
+                expect = until.max(rev) + 1;
+                self.cursor = expect - 1;
+                continue;
+            }
+            expect += 1;
             if entry.key.starts_with(&self.prefix) {
                 let ev = event_from_log(snap.as_ref(), rev, entry).await?;
                 self.buf.push_back(Arc::new(ev));
