@@ -52,6 +52,13 @@ impl Engine for Switched {
         self.check()?;
         self.inner.allocate(n).await
     }
+    async fn allocate_in(
+        &self,
+        txn: &mut dyn Transaction,
+        n: u64,
+    ) -> Result<Option<u64>, EngineError> {
+        self.inner.allocate_in(txn, n).await
+    }
 }
 
 fn cm(name: &str) -> serde_json::Value {
@@ -174,6 +181,13 @@ impl Engine for Contended {
     }
     async fn allocate(&self, n: u64) -> Result<u64, EngineError> {
         self.inner.allocate(n).await
+    }
+    async fn allocate_in(
+        &self,
+        txn: &mut dyn Transaction,
+        n: u64,
+    ) -> Result<Option<u64>, EngineError> {
+        self.inner.allocate_in(txn, n).await
     }
 }
 

@@ -141,7 +141,7 @@ impl Collector for StorageCollector {
         // Issue 28: what replicas writing at once cost, and why writes failed.
         let e = encoder.encode_descriptor(
             "wasmgate_storage_commit_conflicts",
-            "Engine conflicts the store's committer met and retried: other writers of the engine (replicas over one TiKV) committing at the same moment.",
+            "Engine conflicts the store's committer met and retried: another writer of the engine (a replica over the same TiKV) committed a write to one of the same objects meanwhile.",
             None,
             MetricType::Counter,
         )?;

@@ -854,6 +854,15 @@ impl Engine for EmbeddedEngine {
         Ok(self.next.fetch_add(n.max(1), Ordering::Relaxed))
     }
 
+    async fn allocate_in(
+        &self,
+        _txn: &mut dyn Transaction,
+        _n: u64,
+    ) -> Result<Option<u64>, EngineError> {
+        // `allocate` costs nothing here.
+        Ok(None)
+    }
+
     async fn snapshot(&self) -> Result<Box<dyn Snapshot>, EngineError> {
         Ok(Box::new(RedbSnapshot {
             table: self.read_table()?,

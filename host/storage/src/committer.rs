@@ -193,19 +193,54 @@ fn fail(batch: &mut Vec<Pending>, e: StorageError) {
 /// unknown), for the whole batch; `Ok` holds each write's own result.
 async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Committed>>> {
     let mut txn = shared.engine.begin().await?;
-    let (mut results, planned) = plan(txn.as_mut(), batch).await?;
-    if planned.is_empty() {
-        return Ok(results);
-    }
+    // While no other store writes, the revisions are taken in this transaction once its
+    // writes are decided: exactly as many as it writes, no extra round trip. After a
+    // conflict, for a while, they are taken beside it, as many as the batch holds, while
+    // it reads (over TiKV the two take as long): this store's commits and the others'
+    // then do not meet on the counter, and the allocation costs no time of its own.
+    let len = batch.len() as u64;
+    let (planning, ahead) = if shared.contended() {
+        let (p, a) = tokio::join!(plan(txn.as_mut(), batch), shared.engine.allocate(len));
+        (p, Some(a))
+    } else {
+        (plan(txn.as_mut(), batch).await, None)
+    };
+    let ahead = match ahead {
+        None => None,
+        Some(Ok(first)) => Some(first),
+        Some(Err(e)) => return Err(e.into()),
+    };
+    let planned = match planning {
+        Ok((results, planned)) if !planned.is_empty() => (results, planned),
+        other => {
+            if let Some(first) = ahead {
+                abandon(shared, first, first + len - 1).await;
+            }
+            return other.map(|(results, _)| results);
+        }
+    };
+    let (mut results, planned) = planned;
     let n = planned.len() as u64;
-    let first = shared.engine.allocate(n).await?;
-    let last = first + n - 1;
-    let events = match write(shared, txn, batch, &planned, &mut results, first).await {
+    let (first, last, inline) = match ahead {
+        Some(first) => (first, first + len - 1, false),
+        None => match shared.engine.allocate_in(txn.as_mut(), n).await? {
+            Some(first) => (first, first + n - 1, true),
+            None => {
+                let first = shared.engine.allocate(n).await?;
+                (first, first + n - 1, false)
+            }
+        },
+    };
+    let events = match write(shared, txn, batch, &planned, &mut results, first, last).await {
         Ok(events) => events,
         Err(e) => {
-            // Nobody waits for revisions that will never be written.
-            if let Err(a) = crate::follow::abandon(shared.engine.as_ref(), first, last).await {
-                tracing::debug!(error = %a, first, last, "marking a failed batch's revisions skipped failed");
+            if matches!(e, StorageError::Engine(EngineError::Conflict)) {
+                shared.contend();
+            }
+            // Taken inline, the revisions were never handed out: another batch may get
+            // them, and must not find them skipped.
+            if !inline {
+                abandon(shared, first, last).await;
             }
             return Err(e);
         }
@@ -214,6 +249,13 @@ async fn try_commit(shared: &Shared, batch: &[Pending]) -> Result<Vec<Result<Com
     shared.writes.fetch_add(n, Ordering::Relaxed);
     publish_in_order(shared, first, last, events).await;
     Ok(results)
+}
+
+/// Marks revisions a batch was handed and did not write skipped: nobody waits for them.
+async fn abandon(shared: &Shared, first: Revision, last: Revision) {
+    if let Err(e) = crate::follow::abandon(shared.engine.as_ref(), first, last).await {
+        tracing::debug!(error = %e, first, last, "marking a batch's unused revisions skipped failed");
+    }
 }
 
 /// Checks each write of the batch against the state the transaction reads (and the
@@ -284,7 +326,8 @@ async fn plan(
     Ok((results, planned))
 }
 
-/// Writes the planned writes with revisions `first..` and commits: the events, in order.
+/// Writes the planned writes with revisions `first..`, marks the rest up to `last`
+/// skipped, and commits: the events, in order.
 async fn write(
     shared: &Shared,
     mut txn: Box<dyn Transaction>,
@@ -292,6 +335,7 @@ async fn write(
     planned: &[Planned],
     results: &mut [Result<Committed>],
     first: Revision,
+    last: Revision,
 ) -> Result<Vec<Event>> {
     // Each planned write as stored: its value and payload, for a later write of the
     // same key in the batch.
@@ -363,6 +407,10 @@ async fn write(
             current,
         ));
         written.push((value, payload));
+    }
+    let used = first + planned.len() as u64;
+    if used <= last {
+        txn.put(keys::log(used), keys::encode_skip(last));
     }
     // A refusal naming a version the batch writes names its real revision.
     for r in results.iter_mut() {

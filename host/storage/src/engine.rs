@@ -48,6 +48,21 @@ pub trait Engine: Send + Sync + 'static {
         allocate_in_transactions(self, n).await
     }
 
+    /// Hands out `n` revisions as part of `txn`, when this engine counts them in a key:
+    /// they are handed out if and only if `txn` commits, and `txn` then conflicts with
+    /// every allocation made meanwhile. `None`: this engine counts otherwise (use
+    /// [`Engine::allocate`]). One network round trip less per batch than `allocate` over
+    /// TiKV, at the price of the conflicts on `m/next` that `allocate` keeps out of the
+    /// batch's transaction: the store uses it while no other store writes. An engine
+    /// wrapper forwards both methods or neither: the two must count alike.
+    async fn allocate_in(
+        &self,
+        txn: &mut dyn Transaction,
+        n: u64,
+    ) -> Result<Option<Revision>, EngineError> {
+        next_in(txn, n.max(1)).await.map(Some)
+    }
+
     /// Whether a commit does its I/O on the calling thread when that thread may block
     /// ([`may_block`]), rather than handing it to another thread. The store then runs its
     /// committer on a thread where it may, so that every group commit saves two thread
@@ -73,16 +88,7 @@ pub async fn allocate_in_transactions<E: Engine + ?Sized>(
     let mut tries = 0;
     loop {
         let mut txn = engine.begin().await?;
-        let read = |key: &[u8], v: Option<Bytes>| {
-            keys::decode_u64(key, v.as_ref()).map_err(EngineError::other)
-        };
-        let next = read(keys::META_NEXT, txn.get(keys::META_NEXT).await?)?;
-        let first = if next == 0 {
-            read(keys::META_REV, txn.get(keys::META_REV).await?)? + 1
-        } else {
-            next
-        };
-        txn.put(keys::META_NEXT.to_vec(), keys::encode_u64(first + n));
+        let first = next_in(txn.as_mut(), n).await?;
         match txn.commit().await {
             Ok(()) => return Ok(first),
             // Lost to another allocation (or not known to have won: a range handed out
@@ -90,11 +96,30 @@ pub async fn allocate_in_transactions<E: Engine + ?Sized>(
             // stores waiting on it mark skipped, `crate::follow`).
             Err(EngineError::Conflict | EngineError::Undetermined(_)) if tries < ALLOCATE_TRIES => {
                 tries += 1;
-                tokio::time::sleep(jitter(Duration::from_micros(500))).await;
+                // The first retry at once: the winner has just committed.
+                if tries > 1 {
+                    tokio::time::sleep(jitter(Duration::from_micros(500))).await;
+                }
             }
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Takes `n` revisions from `m/next` in `txn` (on a store written before `m/next`
+/// existed, after `m/rev`, which then held the last revision handed out).
+async fn next_in(txn: &mut dyn Transaction, n: u64) -> Result<Revision, EngineError> {
+    let read = |key: &[u8], v: Option<Bytes>| {
+        keys::decode_u64(key, v.as_ref()).map_err(EngineError::other)
+    };
+    let next = read(keys::META_NEXT, txn.get(keys::META_NEXT).await?)?;
+    let first = if next == 0 {
+        read(keys::META_REV, txn.get(keys::META_REV).await?)? + 1
+    } else {
+        next
+    };
+    txn.put(keys::META_NEXT.to_vec(), keys::encode_u64(first + n));
+    Ok(first)
 }
 
 /// A wait drawn at random from `[0, max]` (full jitter), from the standard library's

@@ -16,7 +16,8 @@
 //! * [`store`]: [`Store`], reads and the write API.
 //! * `history`: reads at a past revision (the current version in `c/`, older ones in `k/`).
 //! * `current`: the current objects in memory, for reads at the latest revision.
-//! * `follow`: reading other stores' writes back from the change log (replicas).
+//! * `follow`: which revisions are final (resolved) and reading other stores' writes
+//!   back from the change log (replicas).
 //! * `lease`: which replica runs a periodic job (compaction) for now.
 //! * `committer`: the single task that batches concurrent writes into one transaction.
 //! * [`stats`]: request latencies by operation and object type, and object counts, for
@@ -61,8 +62,10 @@ pub use store::{
 pub use transform::ValueTransformer;
 pub use watch::{Event, EventKind, Watcher};
 
-/// A store revision. Every committed write gets the next one; `resourceVersion` is its
-/// decimal string. Revision 0 means "nothing written yet".
+/// A store revision. Every committed write gets one above every write committed before
+/// it was handed out (consecutive within a store; stores sharing an engine interleave, and
+/// revisions of writes that did not happen are skipped); `resourceVersion` is its decimal
+/// string. Revision 0 means "nothing written yet".
 pub type Revision = u64;
 
 /// `Result` with [`StorageError`].

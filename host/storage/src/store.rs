@@ -50,6 +50,12 @@ pub struct StoreOptions {
     pub max_value_bytes: usize,
 }
 
+/// How long after a conflict a store takes its batches' revisions ahead of their
+/// transactions (`Engine::allocate`) rather than in them (`Engine::allocate_in`): long
+/// enough that replicas writing steadily meet on the counter about once per period, not
+/// once per batch.
+const CONTENDED_FOR: Duration = Duration::from_secs(1);
+
 /// How long the committer retries a batch that conflicts in the engine with other writers
 /// (other replicas committing at the same moment) before its writes fail with
 /// [`StorageError::Contended`] (issue 28). Long enough that two busy replicas take turns
@@ -255,6 +261,10 @@ pub(crate) struct Shared {
     pub(crate) missing: std::sync::Mutex<Option<(Revision, std::time::Instant)>>,
     /// The last resolved revision this store wrote to the hint `m/rev` (or found there).
     pub(crate) hinted: AtomicU64,
+    /// Until when (ms since `opened`) this store takes its revisions ahead of its batches'
+    /// transactions: set by a conflict, a sign that other stores write the engine too.
+    pub(crate) contended_until: AtomicU64,
+    pub(crate) opened: std::time::Instant,
     /// This store's name as a lease holder: unique per opened store.
     pub(crate) holder: String,
     pub(crate) compacted: AtomicU64,
@@ -296,6 +306,18 @@ impl Shared {
             c.apply(&events, upto);
         }
         self.hub.publish(events, upto);
+    }
+
+    /// Whether other stores wrote the engine lately (a conflict within [`CONTENDED_FOR`]).
+    pub(crate) fn contended(&self) -> bool {
+        self.opened.elapsed().as_millis() < u128::from(self.contended_until.load(Ordering::Relaxed))
+    }
+
+    /// Notes a conflict with another store.
+    pub(crate) fn contend(&self) {
+        let until = (self.opened.elapsed() + CONTENDED_FOR).as_millis();
+        self.contended_until
+            .store(u64::try_from(until).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
     /// How long revision `rev` has been the lowest missing one this store waits on (zero
@@ -368,6 +390,8 @@ impl Store {
             publishing: std::sync::Mutex::new(()),
             missing: std::sync::Mutex::new(None),
             hinted: AtomicU64::new(hinted),
+            contended_until: AtomicU64::new(0),
+            opened: std::time::Instant::now(),
             holder: holder_id(),
             compacted: AtomicU64::new(compacted),
             commits: AtomicU64::new(0),
@@ -428,7 +452,8 @@ impl Store {
         }
     }
 
-    /// The latest revision this process has seen committed.
+    /// The latest resolved revision this store has published: every write at or below it
+    /// is in its object cache and has gone out to its watchers.
     pub fn revision(&self) -> Revision {
         self.shared.hub.last()
     }

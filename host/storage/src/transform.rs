@@ -132,6 +132,15 @@ impl Engine for Sealed {
         self.inner.allocate(n).await
     }
 
+    async fn allocate_in(
+        &self,
+        txn: &mut dyn Transaction,
+        n: u64,
+    ) -> Result<Option<crate::Revision>, EngineError> {
+        // Through this engine's transaction: the counter's key is not sealed.
+        self.inner.allocate_in(txn, n).await
+    }
+
     async fn snapshot(&self) -> Result<Box<dyn Snapshot>, EngineError> {
         Ok(Box::new(SealedSnapshot {
             inner: self.inner.snapshot().await?,

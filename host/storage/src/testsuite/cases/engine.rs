@@ -300,21 +300,46 @@ pub async fn engine_commits_survive_reopen(f: &dyn EngineFactory) {
     );
 }
 
-/// Takes revisions from `allocate` (the engine's own, or the default in transactions),
-/// retrying a conflict as the store's committer does: `(first, n)` per call.
-async fn allocations(
-    e: Arc<dyn Engine>,
-    in_transactions: bool,
-    calls: u64,
-) -> Vec<(Revision, u64)> {
+/// An engine's transactions and snapshots, with the default revision allocation (a
+/// transaction on `m/next`, or a part of one), as the TiKV engine allocates.
+struct Defaults(Arc<dyn Engine>);
+
+#[async_trait::async_trait]
+impl Engine for Defaults {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    async fn snapshot(&self) -> Result<Box<dyn Snapshot>, EngineError> {
+        self.0.snapshot().await
+    }
+    async fn begin(&self) -> Result<Box<dyn Transaction>, EngineError> {
+        self.0.begin().await
+    }
+}
+
+/// Takes revisions from `e`, retrying a conflict as the store's committer does, every
+/// other call inside a transaction that commits a write of its own (`allocate_in`) when
+/// the engine counts that way: `(first, n)` per call.
+async fn allocations(e: Arc<dyn Engine>, calls: u64) -> Vec<(Revision, u64)> {
     let mut out = Vec::new();
     for i in 0..calls {
         let n = 1 + i % 4;
         loop {
-            let r = if in_transactions {
-                crate::engine::allocate_in_transactions(e.as_ref(), n).await
+            let mut t = e.begin().await.unwrap();
+            let inline = if i % 2 == 1 {
+                e.allocate_in(t.as_mut(), n).await.unwrap()
             } else {
-                e.allocate(n).await
+                None
+            };
+            let r = match inline {
+                Some(first) => {
+                    t.put(
+                        format!("alloc/{first}").into_bytes(),
+                        Bytes::from_static(b"x"),
+                    );
+                    t.commit().await.map(|()| first)
+                }
+                None => e.allocate(n).await,
             };
             match r {
                 Ok(first) => break out.push((first, n)),
@@ -328,22 +353,27 @@ async fn allocations(
 
 /// Issue 28: revisions are handed out by the engine, to several stores at once, each
 /// once, above every revision committed (also after a reopen, from the change log the
-/// stores wrote); both the engine's own way and the default, a transaction on `m/next`
-/// (what the TiKV engine uses).
+/// stores wrote); both the engine's own way and the default, a transaction on `m/next` or
+/// a part of the batch's (what the TiKV engine uses).
 pub async fn engine_hands_out_each_revision_once(f: &dyn EngineFactory) {
-    for in_transactions in [false, true] {
+    for defaults in [false, true] {
         let place = Place::new();
-        let e = f.open(place.path()).await;
+        let own = f.open(place.path()).await;
+        let e: Arc<dyn Engine> = if defaults {
+            Arc::new(Defaults(own))
+        } else {
+            own
+        };
         let mut tasks = tokio::task::JoinSet::new();
         for _ in 0..4 {
-            tasks.spawn(allocations(e.clone(), in_transactions, 25));
+            tasks.spawn(allocations(e.clone(), 25));
         }
         let mut ranges: Vec<(Revision, u64)> = tasks.join_all().await.concat();
         ranges.sort_unstable();
         assert_eq!(ranges[0].0, 1, "an empty engine starts at 1");
         for pair in ranges.windows(2) {
             let ((a, n), (b, _)) = (pair[0], pair[1]);
-            assert!(a + n <= b, "{in_transactions}: {a}+{n} overlaps {b}");
+            assert!(a + n <= b, "{defaults}: {a}+{n} overlaps {b}");
         }
         // A store commits the log entry of each revision it uses.
         let (last, n) = *ranges.last().unwrap();
@@ -354,14 +384,19 @@ pub async fn engine_hands_out_each_revision_once(f: &dyn EngineFactory) {
             keys::encode_log(keys::TAG_PUT, 0, "g/r/n/x"),
         );
         t.commit().await.unwrap();
-        assert!(allocations(e.clone(), in_transactions, 1).await[0].0 > top);
+        assert!(allocations(e.clone(), 1).await[0].0 > top);
         if f.persistent() {
             drop(e);
-            let e = f.open(place.path()).await;
-            let (next, _) = allocations(e, in_transactions, 1).await[0];
+            let own = f.open(place.path()).await;
+            let e: Arc<dyn Engine> = if defaults {
+                Arc::new(Defaults(own))
+            } else {
+                own
+            };
+            let (next, _) = allocations(e, 1).await[0];
             assert!(
                 next > top,
-                "{in_transactions}: {next} after reopen, {top} committed"
+                "{defaults}: {next} after reopen, {top} committed"
             );
         }
     }

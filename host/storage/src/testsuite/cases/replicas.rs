@@ -176,6 +176,13 @@ impl Engine for SlowCommits {
     async fn allocate(&self, n: u64) -> Result<u64, EngineError> {
         self.inner.allocate(n).await
     }
+    async fn allocate_in(
+        &self,
+        txn: &mut dyn Transaction,
+        n: u64,
+    ) -> Result<Option<u64>, EngineError> {
+        self.inner.allocate_in(txn, n).await
+    }
 }
 
 struct SlowCommit {
