@@ -215,10 +215,10 @@ fn replicas_writing_at_once_fail_no_request() {
             reports[0].ok, reports[1].ok
         );
     }
-    // That the replicas did not contend (this replica's committer retried no conflict:
-    // the replicas' commits write no common key, where each of their batches used to
-    // write the revision counter and ~870 conflicted per replica in 10 s), and that none
-    // of its writes failed in the store.
+    // That the replicas did not contend (this replica's committer retried a conflict only
+    // where both wrote one object: the replicas' commits write no common key, where each
+    // of their batches used to write the revision counter and ~870 conflicted per replica
+    // in 10 s), and that none of its writes failed in the store.
     let metrics = gw.get("/metrics").body;
     let storage: Vec<&str> = metrics
         .lines()
@@ -230,12 +230,11 @@ fn replicas_writing_at_once_fail_no_request() {
         .filter(|l| l.starts_with("wasmgate_storage_failed_writes_total"))
         .filter(|l| !l.ends_with(" 0"));
     assert_eq!(failed.count(), 0, "{storage:?}");
-    let conflicts = storage
+    let conflicts: u64 = storage
         .iter()
-        .find(|l| l.starts_with("wasmgate_storage_commit_conflicts_total"));
-    assert_eq!(
-        conflicts.and_then(|l| l.split_whitespace().last()),
-        Some("0"),
-        "{storage:?}"
-    );
+        .find_map(|l| l.strip_prefix("wasmgate_storage_commit_conflicts_total "))
+        .and_then(|n| n.parse().ok())
+        .expect("the conflicts counter");
+    // Both benches create their namespace at once: that object is written through both.
+    assert!(conflicts <= 4, "{conflicts} conflicts: {storage:?}");
 }

@@ -6,11 +6,12 @@
 //! one fsync for many writes (group commit). After the commit it publishes the events to
 //! the watch hub in revision order and answers the writers.
 //!
-//! A batch's revisions are handed out by the engine ([`crate::Engine::allocate`]) once
-//! its transaction has read what its writes depend on, exactly as many as it writes; the
-//! transaction writes no key every commit writes, so stores sharing one engine (replicas
-//! over TiKV) commit side by side and conflict only when they write the same object
-//! (issue 28). The revisions stay one order across replicas because a store publishes
+//! A batch's revisions come from the engine's counter: inside the batch's transaction
+//! once its writes are decided, exactly as many as it writes, while the store writes
+//! alone ([`crate::Engine::allocate_in`]); for a while after a conflict, beside it
+//! ([`crate::Engine::allocate`]), so that its transaction writes no key every commit
+//! writes and stores sharing one engine (replicas over TiKV) commit side by side,
+//! conflicting only when they write the same object (issue 28). The revisions stay one order across replicas because a store publishes
 //! and answers only up to the resolved revision (`crate::follow`): replica B's commit of
 //! revision 1001 waits, unseen, until replica A's 1000 has committed or been marked
 //! skipped. A batch that conflicts marks its revisions skipped and retries with jittered
@@ -103,7 +104,7 @@ enum Prev {
 
 /// A revision a write of the batch will have, `i` places after the batch's first, while
 /// the first is not known: far above any real revision, so no guard or precondition a
-/// client sent can match it. [`Revisions::real`] turns it into the real one.
+/// client sent can match it. `write` turns it into the real one.
 const PENDING: Revision = 1 << 62;
 
 /// How many revisions a store hands out between two updates of the hint `m/rev`.

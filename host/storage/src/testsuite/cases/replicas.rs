@@ -76,10 +76,10 @@ pub async fn store_replicas_share_one_engine(f: &dyn EngineFactory) {
 }
 
 /// Writers on two stores over one engine at once, as two replicas under load (issue 28,
-/// item 1): no write fails, and the stores' commits do not conflict in the engine (they
-/// write no common key: revisions are handed out by the engine, not counted in a key
-/// every commit writes, where each batch of one store used to conflict with the other's
-/// as over TiKV). Revisions stay unique and gapless, and each store's watch sees every
+/// item 1): no write fails, and the stores' commits (almost) never conflict in the engine
+/// (they write no common key once a store knows another writes: revisions are taken
+/// beside the batch, not counted in a key every commit writes, where each batch of one
+/// store used to conflict with the other's as over TiKV). Revisions stay unique and gapless, and each store's watch sees every
 /// write in revision order, though the commits land out of it.
 pub async fn store_replicas_writing_at_once_all_succeed(f: &dyn EngineFactory) {
     const WRITERS: usize = 8;
@@ -125,7 +125,14 @@ pub async fn store_replicas_writing_at_once_all_succeed(f: &dyn EngineFactory) {
         failed.len(),
         failed.first()
     );
-    assert_eq!(conflicts, 0, "the stores' commits write no common key");
+    // None where the engine hands out revisions without a transaction (the embedded
+    // engine's counter); over `m/next` (TiKV), one when a store first meets the other and
+    // about one a second after, against one per batch before.
+    let commits = a.stats().commits + b.stats().commits;
+    assert!(
+        conflicts * 10 <= commits,
+        "{conflicts} conflicts in {commits} commits: the stores' batches met in the engine"
+    );
     let mut revs: Vec<Revision> = results.into_iter().map(|r| r.unwrap().revision).collect();
     revs.sort_unstable();
     assert_eq!(
