@@ -120,10 +120,42 @@ pub(crate) async fn resolve(shared: &Shared) -> Result<Resolved> {
     }
 }
 
+/// A wait for missing revisions: how long the lowest one has been missing, and the
+/// polls' growing interval.
+struct Waiting {
+    missing: Option<(Revision, Instant)>,
+    poll: Duration,
+}
+
+impl Waiting {
+    fn new() -> Self {
+        Waiting {
+            missing: None,
+            poll: FIRST_POLL,
+        }
+    }
+
+    /// Whether `rev`, the lowest missing revision, has been so for [`SKIP_AFTER`].
+    fn overdue(&mut self, rev: Revision) -> bool {
+        match self.missing {
+            Some((r, since)) if r == rev => since.elapsed() >= SKIP_AFTER,
+            _ => {
+                self.missing = Some((rev, Instant::now()));
+                false
+            }
+        }
+    }
+
+    async fn poll(&mut self) {
+        tokio::time::sleep(self.poll).await;
+        self.poll = (self.poll * 2).min(MAX_POLL);
+    }
+}
+
 /// Waits until every revision up to `upto` is resolved and published, marking revisions
 /// skipped that stayed missing for [`SKIP_AFTER`].
 pub(crate) async fn wait_resolved(shared: &Shared, upto: Revision) -> Result<()> {
-    let mut poll = FIRST_POLL;
+    let mut waiting = Waiting::new();
     loop {
         let r = resolve(shared).await?;
         if shared.hub.last() >= upto {
@@ -132,13 +164,12 @@ pub(crate) async fn wait_resolved(shared: &Shared, upto: Revision) -> Result<()>
         if let Some(then) = r.ahead {
             drop(r);
             let missing = shared.hub.last() + 1;
-            if shared.missing_for(missing) >= SKIP_AFTER {
+            if waiting.overdue(missing) {
                 skip_run(shared.engine.as_ref(), missing, then - 1).await?;
                 continue;
             }
         }
-        tokio::time::sleep(poll).await;
-        poll = (poll * 2).min(MAX_POLL);
+        waiting.poll().await;
     }
 }
 
@@ -196,8 +227,7 @@ pub(crate) async fn abandon(engine: &dyn Engine, first: Revision, last: Revision
 /// with a snapshot that holds exactly that state (waiting for, and after
 /// [`SKIP_AFTER`] skipping, revisions other stores have in flight).
 pub(crate) async fn resolve_at_open(engine: &dyn Engine) -> Result<(Box<dyn Snapshot>, Revision)> {
-    let mut poll = FIRST_POLL;
-    let mut missing: Option<(Revision, Instant)> = None;
+    let mut waiting = Waiting::new();
     loop {
         let snap = engine.snapshot().await?;
         let hint = read_u64(snap.as_ref(), keys::META_REV).await?;
@@ -214,15 +244,11 @@ pub(crate) async fn resolve_at_open(engine: &dyn Engine) -> Result<(Box<dyn Snap
             return Ok((snap, at));
         };
         drop(snap);
-        match missing {
-            Some((rev, since)) if rev == at + 1 && since.elapsed() >= SKIP_AFTER => {
-                skip_run(engine, at + 1, then - 1).await?;
-            }
-            Some((rev, _)) if rev == at + 1 => {}
-            _ => missing = Some((at + 1, Instant::now())),
+        if waiting.overdue(at + 1) {
+            skip_run(engine, at + 1, then - 1).await?;
+            continue;
         }
-        tokio::time::sleep(poll).await;
-        poll = (poll * 2).min(MAX_POLL);
+        waiting.poll().await;
     }
 }
 

@@ -256,9 +256,6 @@ pub(crate) struct Shared {
     pub(crate) current: Option<Current>,
     /// Held while publishing.
     pub(crate) publishing: std::sync::Mutex<()>,
-    /// The lowest missing revision a committer of this store waits on, and since when
-    /// (`crate::follow::wait_resolved`).
-    pub(crate) missing: std::sync::Mutex<Option<(Revision, std::time::Instant)>>,
     /// The last resolved revision this store wrote to the hint `m/rev` (or found there).
     pub(crate) hinted: AtomicU64,
     /// Until when (ms since `opened`) this store takes its revisions ahead of its batches'
@@ -319,22 +316,6 @@ impl Shared {
         self.contended_until
             .store(u64::try_from(until).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
-
-    /// How long revision `rev` has been the lowest missing one this store waits on (zero
-    /// when it just became so).
-    pub(crate) fn missing_for(&self, rev: Revision) -> Duration {
-        let mut m = self
-            .missing
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match *m {
-            Some((r, since)) if r == rev => since.elapsed(),
-            _ => {
-                *m = Some((rev, std::time::Instant::now()));
-                Duration::ZERO
-            }
-        }
-    }
 }
 
 /// The revisioned store. Cheap to clone; every clone talks to the same committer.
@@ -388,7 +369,6 @@ impl Store {
             hub: Hub::new(rev, options.watch_ring),
             current,
             publishing: std::sync::Mutex::new(()),
-            missing: std::sync::Mutex::new(None),
             hinted: AtomicU64::new(hinted),
             contended_until: AtomicU64::new(0),
             opened: std::time::Instant::now(),

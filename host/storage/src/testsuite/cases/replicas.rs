@@ -4,7 +4,7 @@
 use super::*;
 
 /// Two stores over one engine, as two gateway replicas over one TiKV cluster
-/// (issue 10, replica mode): revisions unique and gap-free across them, a conflicting
+/// (issue 10, replica mode): revisions unique across them, a conflicting
 /// update through each gets exactly one conflict (the loser's revision is marked skipped
 /// in the log), and each one's watchers and reads see the other's writes, in one order
 /// (its follower reads them from the change log).
